@@ -1,0 +1,3 @@
+from replay_contract.cli import main
+
+raise SystemExit(main())
