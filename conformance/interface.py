@@ -1,0 +1,103 @@
+"""What an implementation under test provides, and what the suite provides to it.
+
+An implementation is any object with the methods of :class:`Implementation` (no base
+class to inherit). The suite drives it step by step with the schedule vocabulary of
+scenarios and gives it an :class:`Environment`: the tools, the output sink and a place
+to report its decisions. The suite itself records every tool call and every output, so
+an implementation cannot under-report its external work.
+
+The decisions an implementation reports are trace events of
+:mod:`replay_contract.model.trace`: ``Accept``, ``Wait``, ``Reuse``, ``Save``,
+``Order``, ``Invalidate`` and ``GiveUp``. The suite adds ``Deliver``, ``Tool``,
+``Output``, ``Checkpoint``, ``Crash``, ``Restore`` and ``End`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from attrs import frozen
+
+from replay_contract.model import trace as t
+from replay_contract.model.agent import Agent, Path
+from replay_contract.model.contracts import Contract
+from replay_contract.model.topology import Key, Record, Topology
+
+
+@frozen
+class Capabilities:
+    """What an implementation claims; the suite skips, with the reason, what it lacks.
+
+    ``contracts``: the contract names it implements. ``crash_points``: it can crash
+    after the N-th effect of a step (between a tool call and the save of its
+    completion, say), not only between steps. ``non_replayable``: it handles sources
+    that lose or change records on re-delivery. ``rescaling``: it can restore with a
+    different parallelism.
+    """
+
+    contracts: tuple[str, ...]
+    crash_points: bool = True
+    non_replayable: bool = True
+    rescaling: bool = False
+
+
+class Crashed(Exception):
+    """Raised by the environment when a step reaches the effect it must crash after.
+
+    An implementation lets it propagate (or raises it itself from its own durable
+    writes, see :meth:`Environment.effect`): its in-memory state is then lost, as in a
+    real crash, and the suite calls :meth:`Implementation.restore` next.
+    """
+
+
+class Environment(Protocol):
+    """What the suite gives an implementation."""
+
+    def tool(self, key: Key, position: int, record: Record, path: Path, tool: str,
+             reads: tuple[Any, ...]) -> str:
+        """Call a tool (external work). Counts as an effect."""
+
+    def output(self, key: Key, identity: str, path: Path, value: str) -> None:
+        """Emit an output to the sink (committed at the next checkpoint)."""
+
+    def report(self, event: t.Event) -> None:
+        """Report a decision (Accept, Wait, Reuse, GiveUp) or a durable write that
+        already happened (Save, Order, Invalidate). Reporting a durable write counts as
+        an effect; the environment raises :class:`Crashed` after it when the step must
+        crash there."""
+
+
+@runtime_checkable
+class Implementation(Protocol):
+    """An implementation of the keyed operator under some contract."""
+
+    capabilities: Capabilities
+
+    def open(self, agent: Agent, topology: Topology, contract: Contract,
+             env: Environment) -> None:
+        """Start empty: no state, an empty store (checkpoint 0 is this state)."""
+
+    def deliver(self, record: Record) -> None:
+        """Handle one record as its channel delivers it (payload as re-delivered)."""
+
+    def checkpoint(self) -> int:
+        """Take a checkpoint and return its number (1, 2, ...)."""
+
+    def crash(self) -> None:
+        """Lose every piece of in-memory state; keep what is durable."""
+
+    def restore(self) -> None:
+        """Restore from the last completed checkpoint (then drain what recovery
+        allows)."""
+
+    def end(self) -> Mapping[Key, Mapping[str, Any]]:
+        """End of input: give up what is still missing, flush, and return every key's
+        final memory."""
+
+    def close(self) -> None:
+        """Release every resource (topics, tables, connections, processes)."""
+
+
+#: Builds an implementation; a target name maps to one of these.
+Factory = Callable[[], Implementation]

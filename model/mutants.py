@@ -1,0 +1,26 @@
+"""Deliberately broken variants of the ``ordered`` contract.
+
+The tests and the conformance suite must catch every one of them: each breaks one rule
+that the published contract depends on.
+"""
+
+from __future__ import annotations
+
+from attrs import evolve
+
+from .contracts import ORDERED, Contract
+
+MUTANTS: dict[str, Contract] = {
+    m.name: m
+    for m in (
+        evolve(ORDERED, name="ordered-no-wait", wait=False,
+               description="does not wait for the recorded predecessor"),
+        evolve(ORDERED, name="ordered-volatile-invalidation", durable_invalidation=False,
+               description="invalidates without a durable record"),
+        evolve(ORDERED, name="ordered-invalidate-every-key", invalidation_scope="all",
+               description="invalidates the saved suffix of every key, not only the "
+               "diverging one"),
+        evolve(ORDERED, name="ordered-identity-only", match="identity",
+               description="reuses by input identity only, ignoring the position"),
+    )
+}
