@@ -20,7 +20,10 @@ MUTANTS: dict[str, Contract] = {
         evolve(ORDERED, name="ordered-invalidate-every-key", invalidation_scope="all",
                description="invalidates the saved suffix of every key, not only the "
                "diverging one"),
-        evolve(ORDERED, name="ordered-identity-only", match="identity",
-               description="reuses by input identity only, ignoring the position"),
+        evolve(ORDERED, name="ordered-identity-only", match="identity", wait=False,
+               description="reuses by input identity only, at whatever position the input "
+               "arrives"),
+        evolve(ORDERED, name="ordered-impatient", give_up_after=0,
+               description="gives up on a missing recorded input as soon as anything waits"),
     )
 }

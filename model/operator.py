@@ -128,11 +128,14 @@ def deliver(world: World, identity: str, crash_after: int | None = None) -> Worl
 
 
 def checkpoint(world: World) -> World:
+    """Snapshot the operator; the recovery marker is the first store entry that a
+    restore from this checkpoint may still need (an entry of a position not yet
+    accepted), so recovery never reads more than that."""
     _require_up(world, "checkpoint")
     op = world.operator
-    recovering = any(ks.recovering for ks in op.keys.values())
-    marker = op.marker if recovering else len(world.store)
-    op = evolve(op, pending=(), marker=marker)
+    view = _Session(world).view()
+    needed = [i for i, e in view.valid() if e.position >= op.key(e.key).next_position]
+    op = evolve(op, pending=(), marker=min(needed, default=len(world.store)))
     number = world.checkpoint.checkpoint + 1
     return evolve(world, operator=op, checkpoint=SavedCheckpoint(number, op),
                   committed=world.committed + world.operator.pending,
