@@ -234,8 +234,10 @@ def free_ports(count: int) -> list[int]:
 
 
 def port_free(port: int) -> bool:
-    """Whether ``port`` on the loopback address can be bound now."""
+    """Whether a server could listen on ``port`` of the loopback address now (with
+    ``SO_REUSEADDR``, as JVM servers bind, so connections left in TIME_WAIT do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((LOOPBACK, port))
         except OSError:
