@@ -261,9 +261,10 @@ class _Session:
             self.accept(record, recorded=False)
             return
         if self.contract.split_order:
+            arrived = {w.identity for w in ks.waiting} | {record.identity}
             for r in ks.expected:
                 if r.channel == record.channel and r.offset < record.offset \
-                        and r.identity != record.identity:
+                        and r.identity not in arrived:
                     self.emit(t.GiveUp(record.key, r.position, r.identity,
                                        f"a later record of channel {record.channel!r} arrived"))
                     ks = evolve(ks, expected=tuple(e for e in ks.expected

@@ -1,0 +1,156 @@
+"""The exhaustive explorer: every channel-order-preserving re-delivery, every crash point.
+
+For one scenario and contract, :func:`explore` runs
+
+- every interleaving of the deliveries that follow each restore in the schedule, keeping
+  each channel's order (the records delivered stay the same; only their interleaving
+  changes), and,
+- with ``crash_points``, a crash after every effect of every delivery of the schedule,
+  each followed by a restore and by every interleaving of every channel's whole
+  remaining suffix,
+
+and checks every property on every run. It reports how many runs it explored and, for
+each property, the first run that breaks it as a scenario of its own. It is the
+reference the symbolic encoding of ``verify`` is tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import product
+
+from attrs import frozen
+
+from . import trace as t
+from .contracts import Contract
+from .operator import World
+from .run import Run, apply, run_schedule
+from .scenario import Scenario, Step
+
+
+@frozen
+class Finding:
+    """The first run found to break a property."""
+
+    property: str
+    scenario: Scenario
+    explanation: str
+    witness: tuple[int, ...]
+
+
+@frozen
+class Exploration:
+    scenario: str
+    contract: str
+    runs: int
+    findings: tuple[Finding, ...]
+    complete: bool
+
+    def broken(self) -> list[str]:
+        return [f.property for f in self.findings]
+
+
+def interleavings(channels: Sequence[Sequence[str]]) -> Iterator[tuple[str, ...]]:
+    """Every merge of the sequences that keeps each one's order."""
+    lists = [list(c) for c in channels if c]
+    if not lists:
+        yield ()
+        return
+    for i, lst in enumerate(lists):
+        rest = lists[:i] + [lst[1:]] + lists[i + 1:]
+        for tail in interleavings(rest):
+            yield (lst[0], *tail)
+
+
+def _by_channel(scenario: Scenario, identities: Sequence[str]) -> list[list[str]]:
+    groups: dict[str, list[str]] = {}
+    for identity in identities:
+        groups.setdefault(scenario.topology.record(identity).channel, []).append(identity)
+    return list(groups.values())
+
+
+def redeliveries(scenario: Scenario) -> Iterator[tuple[Step, ...]]:
+    """The schedule with the plain deliveries after each restore in every interleaving."""
+    steps = list(scenario.schedule)
+    blocks: list[tuple[int, int]] = []
+    i = 0
+    while i < len(steps):
+        if steps[i].kind == "restore":
+            j = i + 1
+            while j < len(steps) and steps[j].kind == "deliver" and steps[j].crash_after is None:
+                j += 1
+            if j - i > 2:
+                blocks.append((i + 1, j))
+            i = j
+        else:
+            i += 1
+    options = []
+    for start, stop in blocks:
+        ids = [s.record for s in steps[start:stop] if s.record]
+        options.append(list(interleavings(_by_channel(scenario, ids))))
+    for choice in product(*options):
+        out = list(steps)
+        for (start, stop), order in zip(blocks, choice, strict=True):
+            out[start:stop] = [Step("deliver", r) for r in order]
+        yield tuple(out)
+
+
+def remaining(world: World) -> list[list[str]]:
+    """Every channel's records still to come, as the channels would deliver them."""
+    out = []
+    for channel in world.topology.channels:
+        offset = world.operator.offsets.get(channel.name, 0)
+        high = world.high_water.get(channel.name, 0)
+        out.append([r.identity for r in channel.records[offset:]
+                    if not (r.offset < high and r.replay is not None and r.replay.lost)])
+    return out
+
+
+def crash_variants(scenario: Scenario, contract: Contract) -> Iterator[tuple[Step, ...]]:
+    """A crash after each effect of each delivery, then every full re-delivery."""
+    world = World(scenario.topology, scenario.agent, contract)
+    for i, step in enumerate(scenario.schedule):
+        if step.kind == "deliver" and step.crash_after is None and world.operator.up:
+            after = apply(world, step)
+            effects = sum(t.is_effect(e) for e in after.events[len(world.events):])
+            for n in range(effects + 1):
+                crashed = apply(world, Step("deliver", step.record, n))
+                restored = apply(crashed, Step("restore"))
+                prefix = (*scenario.schedule[:i], Step("deliver", step.record, n),
+                          Step("restore"))
+                for order in interleavings(remaining(restored)):
+                    yield (*prefix, *(Step("deliver", r) for r in order))
+        if world.ended:
+            break
+        world = apply(world, step)
+
+
+def explore(scenario: Scenario, contract: Contract, crash_points: bool = False,
+            limit: int = 200_000) -> Exploration:
+    from replay_contract.spec.properties import check_all
+
+    findings: dict[str, Finding] = {}
+    runs = 0
+    complete = True
+    schedules: Iterator[tuple[Step, ...]] = redeliveries(scenario)
+    if crash_points:
+        schedules = _chain(schedules, crash_variants(scenario, contract))
+    for schedule in schedules:
+        if runs >= limit:
+            complete = False
+            break
+        runs += 1
+        variant = scenario.with_schedule(schedule)
+        run = Run(variant, contract, run_schedule(variant, contract))
+        for verdict in check_all(run.trace):
+            if not verdict.holds and verdict.property not in findings:
+                name = f"{scenario.name}-{contract.name}-{verdict.property}"
+                findings[verdict.property] = Finding(
+                    verdict.property, variant.with_schedule(schedule, name),
+                    verdict.explanation, verdict.witness)
+    return Exploration(scenario.name, contract.name, runs, tuple(findings.values()), complete)
+
+
+def _chain(*its: Iterator[tuple[Step, ...]]) -> Iterator[tuple[Step, ...]]:
+    for it in its:
+        yield from it
