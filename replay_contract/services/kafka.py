@@ -158,12 +158,11 @@ def _wait_ready(bootstrap: str, process: Process, log: Path, deadline: float) ->
         if remaining <= 0:
             raise ServiceError(f"the Kafka broker at {bootstrap} did not answer; see {log}")
         try:
-            metadata = admin.list_topics(timeout=min(5.0, remaining))
+            if NODE_ID in admin.list_topics(timeout=min(5.0, remaining)).brokers:
+                return
         except KafkaException:
-            time.sleep(0.2)
-            continue
-        if NODE_ID in metadata.brokers:
-            return
+            pass
+        time.sleep(0.2)
 
 
 def up(*, progress: bool = True) -> dict[str, Any]:
