@@ -1,0 +1,128 @@
+"""Judging one scenario: run it, compare with the reference model, check the properties.
+
+A scenario passes when the implementation's normalised trace equals the reference
+model's under the same contract, step for step, and when the implementation breaks no
+property that the reference model keeps on that scenario. (Under ``seqnum`` the model
+itself breaks ``complete-reuse`` on reversed interleavings: the implementation is then
+expected to break it in the same place, and the result says where.) A scenario that
+needs a capability the implementation lacks is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import evolve, frozen
+from replay_contract.model import trace as t
+from replay_contract.model.contracts import Contract
+from replay_contract.model.narrate import table
+from replay_contract.model.scenario import Scenario
+from replay_contract.spec.properties import (
+    COMPLETE_REUSE,
+    Verdict,
+    check_all,
+    repeated_tool_calls,
+)
+
+from .compare import Difference, first_difference
+from .interface import Capabilities, Implementation
+from .reference import reference_steps
+from .runner import observe
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@frozen
+class Result:
+    """The verdict on one scenario, with the figures the summary shows.
+
+    ``reason``: why it was skipped or failed — the broken property (``property``), the
+    first difference (``difference``) or the implementation's error. ``expected_*`` are
+    the reference model's figures, ``tool_calls`` and ``repeated`` the implementation's.
+    ``complete_reuse``: where the implementation's run breaks ``complete-reuse``, if it
+    does (the model's ``seqnum`` does too, on purpose).
+    """
+
+    name: str
+    verdict: str
+    seed: int | None = None
+    reason: str = ""
+    property: str | None = None
+    difference: str | None = None
+    expected_tool_calls: int = 0
+    tool_calls: int = 0
+    expected_repeated: int = 0
+    repeated: int = 0
+    complete_reuse: str = ""
+    report: str = ""
+    scenario_file: str | None = None
+
+
+def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> str | None:
+    """Why the target cannot run this scenario under this contract, if it cannot."""
+    if contract.name not in caps.contracts:
+        return f"the target claims {', '.join(caps.contracts) or 'no contract'}, " \
+               f"not {contract.name}"
+    if not caps.crash_points and any(s.crash_after is not None for s in scenario.schedule):
+        return "needs a crash inside a step (crash_after); the target crashes only " \
+               "between steps"
+    if not caps.non_replayable and any(not c.replayable for c in scenario.topology.channels):
+        return "needs a source that is not replayable; the target does not support one"
+    return None
+
+
+def judge(impl: Implementation, scenario: Scenario, contract: Contract,
+          seed: int | None = None) -> Result:
+    """Run ``scenario`` against ``impl`` under ``contract`` and judge the run."""
+    reason = skip_reason(impl.capabilities, scenario, contract)
+    if reason is not None:
+        return Result(scenario.name, SKIPPED, seed, reason)
+    expected = reference_steps(scenario, contract)
+    observed = observe(impl, scenario, contract)
+    exp_trace = t.Trace(scenario.agent, contract.basis,
+                        tuple(e for _, es in expected for e in es))
+    act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
+    exp_verdicts = {v.property: v for v in check_all(exp_trace)}
+    act_verdicts = check_all(act_trace)
+    broken = [v for v in act_verdicts if not v.holds and exp_verdicts[v.property].holds]
+    cr = next(v for v in act_verdicts if v.property == COMPLETE_REUSE)
+    diff = first_difference(expected, observed.steps)
+    passed = Result(
+        scenario.name, PASSED, seed,
+        expected_tool_calls=sum(isinstance(e, t.Tool) for e in exp_trace.events),
+        tool_calls=sum(isinstance(e, t.Tool) for e in act_trace.events),
+        expected_repeated=len(repeated_tool_calls(exp_trace)),
+        repeated=len(repeated_tool_calls(act_trace)),
+        complete_reuse="" if cr.holds else cr.explanation,
+    )
+    if observed.error is None and diff is None and not broken:
+        return passed
+    if observed.error is not None:
+        reason = f"error: {observed.error}"
+    elif broken:
+        reason = f"{broken[0].property}: {broken[0].explanation}"
+    else:
+        assert diff is not None
+        reason = f"first difference: {diff.summary()}"
+    return evolve(passed, verdict=FAILED, reason=reason,
+                  property=broken[0].property if broken else None,
+                  difference=diff.summary() if diff is not None else None,
+                  report=failure_report(scenario, contract, diff, act_trace,
+                                        [v for v in act_verdicts if not v.holds],
+                                        observed.error))
+
+
+def failure_report(scenario: Scenario, contract: Contract, diff: Difference | None,
+                   trace: t.Trace, broken: list[Verdict], error: str | None) -> str:
+    """The readable report of a failed scenario: the first difference as a table, the
+    properties the implementation broke, and its run as the model narrates runs."""
+    parts = [f"scenario {scenario.name} under {contract.name}"]
+    if error is not None:
+        parts.append(f"the implementation failed: {error}")
+    if diff is not None:
+        parts.append(diff.table())
+    for v in broken:
+        parts.append(f"broken: {v.property}: {v.explanation}")
+    witnesses: dict[str, Sequence[int]] = {v.property: v.witness for v in broken}
+    parts.append("the implementation's run:\n" + table(trace, witnesses))
+    return "\n\n".join(parts)
