@@ -1,0 +1,194 @@
+"""Generated scenarios: every one a function of one integer seed.
+
+:func:`generate` draws an agent (one to three actions on each input, follow-up events,
+memory fields that several actions read and write, zero to two tools per action), a
+topology (up to three upstream channels, several keys sharing channels, a key fed by
+more than one channel, sources that are not replayable and lose or change records on
+re-delivery) and a schedule (deliveries in a random interleaving, checkpoints — also
+while a recovery is still replaying — crashes between steps and after any effect of a
+step, repeated crashes, crashes during the restore itself). The same seed gives the
+same scenario on every machine and every Python version: the generator uses only
+:class:`random.Random` with integer draws.
+
+:func:`crash_sweep` turns a scenario into one variant per crash point: for every
+delivery before its first crash and every effect of that delivery, the variant crashes
+right there, restores and re-delivers the rest in a fresh interleaving.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import Any
+
+from replay_contract.model.agent import INPUT, Action, Agent
+from replay_contract.model.contracts import ORDERED, Contract
+from replay_contract.model.scenario import Scenario, Step
+from replay_contract.model.topology import Channel, Key, Record, Replay, Topology
+
+from .channels import Channels
+from .reference import reference_steps
+
+NAMES = ("plan", "respond", "review", "notify", "summarise", "classify", "escalate")
+FIELDS = ("notes", "count", "status")
+TOOLS = ("llm", "search")
+KEYS: tuple[Key, ...] = ("K", "J", 1, "1")
+
+
+def generate(seed: int) -> Scenario:
+    """The scenario of ``seed``."""
+    rng = random.Random(seed)
+    agent = _agent(rng)
+    topology = _topology(rng)
+    schedule = _schedule(rng, topology)
+    return Scenario(f"generated-{seed}", agent, topology, schedule,
+                    f"generated from seed {seed} (replay_contract.conformance.generate)")
+
+
+def _subset(rng: random.Random, items: tuple[str, ...], most: int) -> tuple[str, ...]:
+    k = rng.randint(0, min(most, len(items)))
+    return tuple(sorted(rng.sample(items, k), key=items.index))
+
+
+def _agent(rng: random.Random) -> Agent:
+    fields = FIELDS[:rng.randint(1, len(FIELDS))]
+    names = list(NAMES)
+    rng.shuffle(names)
+    actions: list[Action] = []
+    for _ in range(rng.randint(1, 3)):
+        actions.append(_action(rng, names.pop(), INPUT, fields))
+    # follow-up events: an action emits, later actions listen (acyclic by construction)
+    for depth in range(rng.choice((0, 0, 1, 1, 2))):
+        source = rng.randrange(len(actions))
+        event = f"event-{depth + 1}"
+        actions[source] = Action(actions[source].name, actions[source].trigger,
+                                 actions[source].reads, actions[source].writes,
+                                 actions[source].tools, (*actions[source].emits, event),
+                                 actions[source].output)
+        for _ in range(rng.randint(1, 2)):
+            if names:
+                actions.append(_action(rng, names.pop(), event, fields))
+    return Agent(tuple(actions))
+
+
+def _action(rng: random.Random, name: str, trigger: str, fields: tuple[str, ...]) -> Action:
+    return Action(name, trigger, reads=_subset(rng, fields, 2), writes=_subset(rng, fields, 2),
+                  tools=_subset(rng, TOOLS, 2), output=rng.random() < 0.6)
+
+
+def _topology(rng: random.Random) -> Topology:
+    keys = list(KEYS[:rng.choice((1, 2, 2, 3, 4))])
+    ids = iter(string.ascii_uppercase)
+    channels = []
+    for c in range(rng.randint(1, 3)):
+        replayable = rng.random() < 0.75
+        records = []
+        for offset in range(rng.randint(1, 4)):
+            identity = next(ids)
+            key = keys[0] if rng.random() < 0.5 else rng.choice(keys)
+            replay = None
+            if not replayable and rng.random() < 0.5:
+                replay = Replay(lost=True) if rng.random() < 0.5 else Replay(
+                    payload=f"{identity.lower()}-changed")
+            records.append(Record(identity, key, f"{identity.lower()}-payload",
+                                  f"upstream-{c + 1}", offset, replay))
+        channels.append(Channel(f"upstream-{c + 1}", tuple(records), replayable))
+    return Topology(tuple(channels))
+
+
+def _schedule(rng: random.Random, topology: Topology) -> tuple[Step, ...]:
+    channels = Channels(topology)
+    steps: list[Step] = []
+    crashes, most = 0, rng.choice((1, 1, 2, 3))
+    up, restored = True, False
+    while len(steps) < 48:
+        if not up:
+            crash_after = rng.randint(0, 3) if crashes < most and rng.random() < 0.15 else None
+            steps.append(Step("restore", crash_after=crash_after))
+            channels.restore()
+            crashes += crash_after is not None
+            up, restored = crash_after is None, True
+            continue
+        pending = channels.pending()
+        if not pending:
+            if crashes < most and rng.random() < 0.7:
+                steps.append(Step("crash"))
+                crashes, up = crashes + 1, False
+                continue
+            break
+        draw = rng.random()
+        if draw < (0.3 if restored else 0.1):
+            steps.append(Step("checkpoint"))
+            channels.checkpoint()
+            restored = False
+        elif draw < 0.4 and crashes < most and rng.random() < 0.3:
+            steps.append(Step("crash"))
+            crashes, up = crashes + 1, False
+        else:
+            record = channels.deliver(_record_of(channels, rng.choice(pending)))
+            crash_after = rng.randint(0, 4) if crashes < most and rng.random() < 0.12 else None
+            steps.append(Step("deliver", record.identity, crash_after))
+            if crash_after is not None:
+                crashes, up = crashes + 1, False
+    if not up:
+        steps.append(Step("restore"))
+    return tuple(steps)
+
+
+def _record_of(channels: Channels, channel: str) -> str:
+    record = channels.next_record(channel)
+    assert record is not None
+    return record.identity
+
+
+def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED
+                ) -> list[Scenario]:
+    """One variant of ``scenario`` per crash point before its first crash.
+
+    Variant ``name@i.k`` crashes after the k-th effect (0: before any) of schedule step
+    i, a delivery, restores and re-delivers what is left in an interleaving drawn from
+    ``seed``. ``k`` runs up to one past the step's effects under ``contract`` (the step
+    completes, then the crash)."""
+    from replay_contract.model.trace import is_effect
+
+    first_crash = next((i for i, s in enumerate(scenario.schedule)
+                        if s.kind == "crash" or s.crash_after is not None),
+                       len(scenario.schedule))
+    plain = scenario.with_schedule(scenario.schedule[:first_crash])
+    effects = [sum(is_effect(e) for e in events) for _, events in reference_steps(plain, contract)]
+    variants = []
+    for i, step in enumerate(plain.schedule):
+        if step.kind != "deliver":
+            continue
+        for k in range(effects[i] + 2):
+            rng = random.Random(f"{seed}:{i}:{k}")
+            head = (*plain.schedule[:i], Step("deliver", step.record, k), Step("restore"))
+            variants.append(scenario.with_schedule(_redeliver(rng, scenario.topology, head),
+                                                   f"{scenario.name}@{i}.{k}"))
+    return variants
+
+
+def _redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]
+               ) -> tuple[Step, ...]:
+    """``head`` followed by every record still to deliver, in a random interleaving."""
+    channels = Channels(topology)
+    for step in head:
+        if step.kind == "deliver":
+            assert step.record is not None
+            channels.deliver(step.record)
+        elif step.kind == "checkpoint":
+            channels.checkpoint()
+        elif step.kind == "restore":
+            channels.restore()
+    steps = list(head)
+    while pending := channels.pending():
+        record = channels.deliver(_record_of(channels, rng.choice(pending)))
+        steps.append(Step("deliver", record.identity))
+    return tuple(steps)
+
+
+def describe_seed(seed: int) -> dict[str, Any]:
+    """What a seed's scenario contains, for progress lines and reports."""
+    s = generate(seed)
+    return {"seed": seed, "keys": len(s.topology.keys), "channels": len(s.topology.channels),
+            "actions": len(s.agent.actions), "steps": len(s.schedule)}

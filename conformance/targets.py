@@ -1,0 +1,87 @@
+"""Target names and the implementations they stand for.
+
+``model``
+    the reference model, stepped through the protocol; it claims every contract.
+``mutant:<name>``
+    the model under a broken variant of ``ordered`` (:data:`~replay_contract.model.
+    mutants.MUTANTS`), claiming ``ordered``: the suite must fail it.
+``process:<command>``
+    any program that speaks the line-oriented JSON protocol of :mod:`.process` on its
+    standard input and output (``docs/protocol.md``).
+``kafka`` and ``fluss``
+    the project's runtimes, from ``replay_contract.runtime.kafka`` and
+    ``replay_contract.runtime.fluss`` (a function ``implementation()`` returning the
+    implementation), imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from replay_contract.cli import CommandError
+
+from .interface import Implementation
+
+RUNTIMES = {"kafka": "replay_contract.runtime.kafka", "fluss": "replay_contract.runtime.fluss"}
+
+
+def names() -> list[str]:
+    """Every target name this suite knows, the process target as a pattern."""
+    from replay_contract.model.mutants import MUTANTS
+
+    return ["model", *RUNTIMES, "process:<command>", *(f"mutant:{m}" for m in MUTANTS)]
+
+
+def resolve(target: str) -> Implementation:
+    """The implementation a target name stands for; a one-line :class:`CommandError`
+    when it does not exist or cannot start."""
+    from .model_target import ModelImplementation
+
+    if target == "model":
+        return ModelImplementation()
+    if target.startswith("mutant:"):
+        from replay_contract.model.mutants import MUTANTS
+
+        name = target.removeprefix("mutant:")
+        if name not in MUTANTS:
+            raise CommandError(f"target {target}: no such mutant (known: {', '.join(MUTANTS)})")
+        return ModelImplementation(MUTANTS[name])
+    if target.startswith("process:"):
+        from .process import ProcessImplementation, ProtocolError
+
+        command = target.removeprefix("process:").strip()
+        if not command:
+            raise CommandError("target process: give the command, e.g. process:'java -jar x'")
+        try:
+            return ProcessImplementation(command)
+        except (OSError, ProtocolError) as exc:
+            raise CommandError(f"target {target}: not available: {exc}") from None
+    if target in RUNTIMES:
+        return _runtime(target)
+    raise CommandError(f"unknown target {target!r} (known: {', '.join(names())})")
+
+
+def _runtime(target: str) -> Implementation:
+    module_name = RUNTIMES[target]
+    try:
+        module: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"target {target}: not available: {_one_line(exc)}") from None
+    factory = getattr(module, "implementation", None)
+    if factory is None:
+        raise CommandError(f"target {target}: not available: {module_name} has no "
+                           "implementation() function")
+    try:
+        impl = factory()
+    except Exception as exc:
+        raise CommandError(f"target {target}: not available: {_one_line(exc)}") from None
+    if not isinstance(impl, Implementation):
+        raise CommandError(f"target {target}: not available: {module_name}.implementation() "
+                           "returned something that lacks the Implementation methods")
+    return impl
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
