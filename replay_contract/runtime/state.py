@@ -1,0 +1,127 @@
+"""Keyed state, checkpoints and the storage that keeps them.
+
+The runtime's keyed state is mutable (:class:`KeyState`, one per key). A checkpoint is a
+snapshot of all of it, waiting inputs included, together with the store's recovery
+marker and the volatile invalidations, serialised to JSON bytes: a restore decodes the
+bytes into fresh objects, so nothing of the running state can leak through a crash.
+:class:`CheckpointStorage` plays the durable checkpoint storage (it outlives the runtime's
+in-memory state).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from attrs import define, field
+
+from replay_contract.model.store import Invalidation, Recorded
+from replay_contract.model.topology import Key, Record
+
+from .view import KeyName, key_name
+
+#: Version of the snapshot format.
+SNAPSHOT_VERSION = 1
+
+
+@define
+class KeyState:
+    """What the runtime keeps for one key (checkpointed keyed state)."""
+
+    key: Key
+    next_position: int = 0
+    memory: dict[str, Any] = field(factory=dict)
+    waiting: list[Record] = field(factory=list)
+    expected: list[Recorded] = field(factory=list)
+    diverge_at: int | None = None
+
+    @property
+    def recovering(self) -> bool:
+        return bool(self.expected or self.waiting or self.diverge_at is not None)
+
+
+@define
+class Snapshot:
+    """One checkpoint: its number, the recovery marker, keyed state, volatile
+    invalidations (each with the log position where it was made)."""
+
+    number: int
+    marker: int
+    keys: dict[KeyName, KeyState]
+    volatile: list[tuple[int, Invalidation]]
+
+    def to_bytes(self) -> bytes:
+        data = {
+            "version": SNAPSHOT_VERSION,
+            "number": self.number,
+            "marker": self.marker,
+            "keys": [_key_state_json(ks) for ks in self.keys.values()],
+            "volatile": [[i, _invalidation_json(inv)] for i, inv in self.volatile],
+        }
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+    @staticmethod
+    def from_bytes(raw: bytes) -> Snapshot:
+        data = json.loads(raw)
+        if data.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"snapshot version {data.get('version')!r} is not "
+                             f"{SNAPSHOT_VERSION}")
+        states = [_key_state(d) for d in data["keys"]]
+        return Snapshot(
+            number=data["number"],
+            marker=data["marker"],
+            keys={key_name(ks.key): ks for ks in states},
+            volatile=[(i, _invalidation(d)) for i, d in data["volatile"]],
+        )
+
+
+class CheckpointStorage:
+    """Completed checkpoints, kept outside the runtime's in-memory state."""
+
+    def __init__(self) -> None:
+        self._latest: bytes | None = None
+
+    def save(self, snapshot: Snapshot) -> None:
+        self._latest = snapshot.to_bytes()
+
+    def latest(self) -> Snapshot | None:
+        return None if self._latest is None else Snapshot.from_bytes(self._latest)
+
+
+# -- JSON forms -------------------------------------------------------------------------
+
+
+def _record_json(r: Record) -> dict[str, Any]:
+    return {"id": r.identity, "key": r.key, "payload": r.payload, "channel": r.channel,
+            "offset": r.offset}
+
+
+def _record(d: dict[str, Any]) -> Record:
+    return Record(d["id"], d["key"], d["payload"], d["channel"], d["offset"])
+
+
+def _recorded_json(r: Recorded) -> list[Any]:
+    return [r.position, r.identity, r.digest, r.channel, r.offset]
+
+
+def _key_state_json(ks: KeyState) -> dict[str, Any]:
+    return {"key": ks.key, "next": ks.next_position, "memory": ks.memory,
+            "waiting": [_record_json(r) for r in ks.waiting],
+            "expected": [_recorded_json(r) for r in ks.expected],
+            "diverge_at": ks.diverge_at}
+
+
+def _key_state(d: dict[str, Any]) -> KeyState:
+    return KeyState(d["key"], d["next"], dict(d["memory"]),
+                    [_record(r) for r in d["waiting"]],
+                    [Recorded(*r) for r in d["expected"]], d["diverge_at"])
+
+
+def _invalidation_json(inv: Invalidation) -> dict[str, Any]:
+    return {"key": inv.key, "position": inv.position,
+            "keep": list(inv.keep) if inv.keep is not None else None}
+
+
+def _invalidation(d: dict[str, Any]) -> Invalidation:
+    keep = d["keep"]
+    return Invalidation(d["key"], d["position"], (keep[0], keep[1]) if keep else None)
