@@ -1,0 +1,609 @@
+"""Generated parts of the published contract (the documentation site).
+
+A page of ``docs/`` asks for generated content with a marker on a line of its own::
+
+    <!-- gen: sequence-diagram scenario=reversed-interleaving contract=ordered -->
+
+The mkdocs hook (:mod:`replay_contract.docs_hooks`) replaces each marker with the
+Markdown that :func:`expand` returns for it. Every generator reads the sources (the
+model, the catalogue, the property definitions, the command line, the manifest of
+verdicts) at build time, so no table or diagram in the site is copied by hand.
+
+An unknown marker, or one with a bad argument, raises :class:`GenerationError`, which
+fails the build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import json
+import os
+import re
+import shlex
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import fields, frozen
+
+from replay_contract.model import narrate
+from replay_contract.model import trace as t
+from replay_contract.model.catalogue import all_builtin, builtin
+from replay_contract.model.contracts import CONTRACTS, Contract
+from replay_contract.model.run import Run, simulate
+from replay_contract.model.scenario import Scenario, load
+from replay_contract.model.topology import key_text
+from replay_contract.spec import properties
+
+#: A marker: ``<!-- gen: NAME key=value ... -->`` alone on its line.
+MARKER = re.compile(r"^<!--\s*gen:\s*(?P<name>[\w-]+)(?P<args>[^\n]*?)\s*-->[ \t]*$", re.M)
+
+#: Where the verify engineer's manifest of verdicts lives, relative to the repository.
+MANIFEST = Path("spec") / "manifest.json"
+
+
+class GenerationError(Exception):
+    """A marker that cannot be expanded; the message names the marker."""
+
+
+# -- markers ----------------------------------------------------------------------------
+
+
+def expand_markers(markdown: str, root: Path, where: str = "page") -> str:
+    """Replace every marker of a page with its generated Markdown."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group("name")
+        try:
+            args = dict(_pair(a) for a in shlex.split(match.group("args")))
+            return expand(name, args, root).rstrip("\n")
+        except GenerationError as exc:
+            raise GenerationError(f"{where}: <!-- gen: {name} -->: {exc}") from None
+
+    return MARKER.sub(one, markdown)
+
+
+def _pair(arg: str) -> tuple[str, str]:
+    key, sep, value = arg.partition("=")
+    if not sep:
+        raise GenerationError(f"argument {arg!r} is not key=value")
+    return key, value
+
+
+def expand(name: str, args: dict[str, str], root: Path) -> str:
+    """The Markdown for one marker."""
+    generator = GENERATORS.get(name)
+    if generator is None:
+        raise GenerationError(f"unknown generator (known: {', '.join(sorted(GENERATORS))})")
+    allowed = set(inspect.signature(generator).parameters) - {"root"}
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise GenerationError(
+            f"unknown argument {unknown[0]!r} (allowed: {', '.join(sorted(allowed)) or 'none'})"
+        )
+    return generator(root=root, **args)
+
+
+# -- docstrings -------------------------------------------------------------------------
+
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc):`~?\.?([^`]+)`")
+
+
+def docstring_markdown(doc: str | None) -> str:
+    """A docstring in the project's reST subset as Markdown: ``code``, roles, ``::``
+    literal blocks and definition lists (a term line followed by an indented body)."""
+    text = inspect.cleandoc(doc or "")
+    text = _ROLE.sub(lambda m: f"``{m.group(1).split('.')[-1]}``", text)
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.rstrip().endswith("::"):
+            lead = line.rstrip()[:-2].rstrip()
+            if lead:
+                out.append(lead + ":")
+            block: list[str] = []
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or lines[i].startswith(" ")):
+                block.append(lines[i])
+                i += 1
+            body = textwrap.dedent("\n".join(block)).strip("\n")
+            out += ["", "```json" if body.lstrip().startswith("{") else "```text", body, "```", ""]
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line and not line.startswith(" ") and nxt.startswith("    ") and out[-1:] in ([], [""]):
+            out.append(line)
+            i += 1
+            body_lines = []
+            while i < len(lines) and lines[i].startswith("    "):
+                body_lines.append(lines[i].strip())
+                i += 1
+            out.append(":   " + " ".join(body_lines))
+            out.append("")
+            continue
+        out.append(line)
+        i += 1
+    return _inline("\n".join(out)).strip() + "\n"
+
+
+def _inline(text: str) -> str:
+    # ``x`` is reST inline code; Markdown wants `x`. Fenced blocks are left alone.
+    parts = re.split(r"(```.*?```)", text, flags=re.S)
+    return "".join(p if p.startswith("```") else re.sub(r"``(.+?)``", r"`\1`", p) for p in parts)
+
+
+# -- tables -----------------------------------------------------------------------------
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    def cell(value: str) -> str:
+        return value.replace("|", "\\|").replace("\n", " ") or " "
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _code(value: object) -> str:
+    return f"`{json.dumps(value) if not isinstance(value, str) else value}`"
+
+
+# -- contracts --------------------------------------------------------------------------
+
+
+def gen_contract_rules(root: Path) -> str:
+    """The rules a contract is made of, from the contracts module's docstring."""
+    from replay_contract.model import contracts
+
+    doc = docstring_markdown(contracts.__doc__)
+    # Keep the definition list of rules; the first paragraph is the page's own prose.
+    start = doc.find("`match`")
+    end = doc.find("The five named variants")
+    return doc[start:end].strip() + "\n" if start >= 0 else doc
+
+
+def gen_contract_variants(root: Path) -> str:
+    """Every named contract variant with the value of each of its rules."""
+    rules = [f.name for f in fields(Contract) if f.name not in ("name", "description")]
+    rows = [[f"`{c.name}`", *(_code(getattr(c, r)) for r in rules)] for c in CONTRACTS.values()]
+    table = md_table(["contract", *(f"`{r}`" for r in rules)], rows)
+    notes = "\n".join(f"- `{c.name}`: {c.description}" for c in CONTRACTS.values())
+    return table + "\n" + notes + "\n"
+
+
+# -- the catalogue ----------------------------------------------------------------------
+
+
+def gen_catalogue_list(root: Path) -> str:
+    """The built-in scenarios with their descriptions."""
+    return md_table(
+        ["scenario", "what it shows"], [[f"`{s.name}`", s.description] for s in all_builtin()]
+    )
+
+
+def _cell(summary: dict[str, Any]) -> str:
+    text = (
+        f"{summary['tool_calls']} calls, {summary['repeated_tool_calls']} repeated, "
+        f"{summary['reused']} reused"
+    )
+    broke = summary["violations"]
+    return text + ("; **breaks** " + ", ".join(broke) if broke else "")
+
+
+def gen_catalogue_matrix(root: Path) -> str:
+    """Every built-in scenario simulated under every contract, at build time."""
+    rows = []
+    for scenario in all_builtin():
+        rows.append(
+            [
+                f"`{scenario.name}`",
+                *(_cell(simulate(scenario, c).summary()) for c in CONTRACTS.values()),
+            ]
+        )
+    return md_table(["scenario", *(f"`{c}`" for c in CONTRACTS)], rows)
+
+
+def _contract(name: str) -> Contract:
+    if name not in CONTRACTS:
+        raise GenerationError(f"unknown contract {name!r} (known: {', '.join(CONTRACTS)})")
+    return CONTRACTS[name]
+
+
+def _scenario(name: str, root: Path) -> Scenario:
+    path = root / name
+    if name.endswith(".json") and path.exists():
+        return load(path)
+    try:
+        return builtin(name)
+    except ValueError as exc:
+        raise GenerationError(str(exc)) from None
+
+
+def run_table(run: Run, witnesses: dict[str, Sequence[int]] | None = None) -> str:
+    """A run as a Markdown table: who was accepted where, what was reused, what ran
+    again, and which property each row shows broken."""
+    header = ["step", "key", "pos", "input", "decision", "tools", "broke"]
+    return md_table(header, (r.cells() for r in narrate.rows(run.trace, witnesses)))
+
+
+def _witnesses(run: Run) -> dict[str, Sequence[int]]:
+    return {v.property: v.witness for v in properties.check_all(run.trace) if not v.holds}
+
+
+def gen_run_table(root: Path, scenario: str, contract: str) -> str:
+    """One scenario under one contract: the run table and the figures of the run."""
+    run = simulate(_scenario(scenario, root), _contract(contract))
+    summary = run.summary()
+    broke = ", ".join(f"`{v}`" for v in summary["violations"]) or "none"
+    return (
+        run_table(run, _witnesses(run))
+        + f"\n{summary['tool_calls']} tool calls, {summary['repeated_tool_calls']} of "
+        f"them repeated; {summary['reused']} completions reused. Properties broken: "
+        f"{broke}.\n"
+    )
+
+
+# -- sequence diagrams ------------------------------------------------------------------
+
+
+def _label(text: str) -> str:
+    # Mermaid ends a message at ';' and reads '#' as an entity; keep labels plain.
+    return text.replace(";", ",").replace("#", "no. ").replace(":", " -")
+
+
+def sequence_diagram(run: Run) -> str:
+    """A Mermaid sequence diagram of a run, one arrow or note per trace event."""
+    channels = [c.name for c in run.scenario.topology.channels]
+    ids = {name: f"U{i}" for i, name in enumerate(channels)}
+    keys = ", ".join(key_text(k) for k in run.scenario.topology.keys)
+    lines = ["sequenceDiagram"]
+    lines += [f"    participant {ids[c]} as {_label(c)}" for c in channels]
+    lines += [
+        f"    participant Op as operator (key {_label(keys)})",
+        "    participant S as action state store",
+        "    participant T as tools",
+    ]
+    span = f"{ids[channels[0]]},T"
+    for e in run.world.events:
+        if isinstance(e, t.Deliver):
+            lines.append(f"    {ids[e.channel]}->>Op: {_label(e.identity)}")
+        elif isinstance(e, t.Accept):
+            lines.append(f"    Note over Op: accept {_label(e.identity)} at position {e.position}")
+        elif isinstance(e, t.Wait):
+            awaiting = f" for {e.awaiting}" if e.awaiting else ""
+            lines.append(f"    Note over Op: {_label(e.identity)} waits{_label(awaiting)}")
+        elif isinstance(e, t.Tool):
+            lines.append(f"    Op->>T: {_label(e.tool)} for {_label(e.identity)}")
+        elif isinstance(e, t.Save):
+            extra = " with its position" if e.order else ""
+            lines.append(f"    Op->>S: save {_label(e.identity)} at {e.position}{extra}")
+        elif isinstance(e, t.Order):
+            lines.append(f"    Op->>S: record {_label(e.identity)} at {e.position}")
+        elif isinstance(e, t.Reuse):
+            lines.append(f"    S-->>Op: reuse {_label(e.identity)} saved at {e.position}")
+        elif isinstance(e, t.Invalidate):
+            lines.append(
+                f"    Op->>S: invalidate key {_label(key_text(e.key))} from "
+                f"{e.position} ({len(e.completions)} saved)"
+            )
+        elif isinstance(e, t.GiveUp):
+            lines.append(f"    Note over Op: give up {_label(e.identity)} at {e.position}")
+        elif isinstance(e, t.Checkpoint):
+            lines.append(f"    Note over {span}: checkpoint {e.checkpoint}")
+        elif isinstance(e, t.Crash):
+            lines.append(f"    Note over {span}: crash")
+        elif isinstance(e, t.Restore):
+            lines.append(f"    Note over {span}: restore checkpoint {e.checkpoint}")
+    return "\n".join(lines) + "\n"
+
+
+def gen_sequence_diagram(root: Path, scenario: str, contract: str) -> str:
+    """A Mermaid diagram of one scenario under one contract, from the model's trace."""
+    run = simulate(_scenario(scenario, root), _contract(contract))
+    return "```mermaid\n" + sequence_diagram(run) + "```\n"
+
+
+# -- properties and verdicts ------------------------------------------------------------
+
+
+@frozen
+class Verdict:
+    """One (contract, property) verdict as the manifest or ``verify --json`` gives it."""
+
+    contract: str
+    property: str
+    verdict: str
+    bound: str = ""
+    seconds: float | None = None
+    counterexample: str = ""
+
+
+def load_manifest(root: Path) -> list[Verdict] | None:
+    """The verdicts of ``spec/manifest.json``, or ``None`` while there is none.
+
+    Accepted shapes: a list of verdict objects, or an object holding one under
+    ``verdicts``, ``results`` or ``entries``; each object has at least ``contract``,
+    ``property`` and ``verdict`` (or ``expected``).
+    """
+    path = root / MANIFEST
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    if isinstance(data, dict):
+        data = next(
+            (data[k] for k in ("verdicts", "results", "entries", "expected") if k in data), None
+        )
+    if not isinstance(data, list):
+        raise GenerationError(f"{MANIFEST}: expected a list of verdicts")
+    out = []
+    for item in data:
+        bound = item.get("bound", "")
+        if isinstance(bound, dict):
+            bound = ",".join(f"{k}={v}" for k, v in bound.items())
+        out.append(
+            Verdict(
+                item["contract"],
+                item["property"],
+                item.get("verdict", item.get("expected", "")),
+                str(bound),
+                item.get("seconds", item.get("budget")),
+                item.get("counterexample", "") or item.get("scenario", "") or "",
+            )
+        )
+    return out
+
+
+def _catalogue_breaks(prop: str) -> dict[str, tuple[Scenario, Run] | None]:
+    """Per contract: the first built-in scenario that breaks ``prop``, if any."""
+    found: dict[str, tuple[Scenario, Run] | None] = {}
+    scenarios = all_builtin()
+    for c in CONTRACTS.values():
+        found[c.name] = None
+        for scenario in scenarios:
+            run = simulate(scenario, c)
+            if not properties.check(prop, run.trace).holds:
+                found[c.name] = (scenario, run)
+                break
+    return found
+
+
+def gen_property(root: Path, name: str) -> str:
+    """One property: its definition (the predicate's docstring), the contracts that
+    satisfy it, and a counterexample table for each contract that does not."""
+    check = properties.CHECKS.get(name)
+    if check is None:
+        raise GenerationError(
+            f"unknown property {name!r} (known: {', '.join(properties.PROPERTIES)})"
+        )
+    out = [
+        docstring_markdown(check.__doc__),
+        f"Defined by `{check.__module__}.{check.__name__}`.\n",
+    ]
+    manifest = load_manifest(root)
+    if manifest is not None:
+        out.append(_property_from_manifest(root, name, manifest))
+    else:
+        out.append(_property_from_catalogue(name))
+    return "\n".join(out)
+
+
+def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> str:
+    rows, examples = [], []
+    for v in manifest:
+        if v.property != name:
+            continue
+        rows.append(
+            [
+                f"`{v.contract}`",
+                f"**{v.verdict}**",
+                f"`{v.bound}`" if v.bound else "",
+                f"{v.seconds:g} s" if isinstance(v.seconds, int | float) else "",
+            ]
+        )
+        if v.verdict == "counterexample" and v.counterexample and v.contract in CONTRACTS:
+            run = simulate(_scenario(v.counterexample, root), CONTRACTS[v.contract])
+            examples.append(
+                f"**Counterexample for `{v.contract}`** (`{v.counterexample}`, "
+                "replayed through the model):\n\n" + run_table(run, _witnesses(run))
+            )
+    text = "Verdicts of `replay-contract verify` at the bound of the manifest:\n\n"
+    text += md_table(["contract", "verdict", "bound", "time"], rows)
+    return text + "".join("\n" + e for e in examples)
+
+
+def _property_from_catalogue(name: str) -> str:
+    breaks = _catalogue_breaks(name)
+    rows = [
+        [
+            f"`{c}`",
+            "holds on every built-in scenario"
+            if found is None
+            else f"**broken** by `{found[0].name}`",
+        ]
+        for c, found in breaks.items()
+    ]
+    text = (
+        '!!! note "Until the proofs land"\n    The bounded proofs of `verify` are not '
+        "published yet. This table is the model's verdict on the built-in scenarios, "
+        "computed at build time: it finds counterexamples, but it proves nothing.\n\n"
+    )
+    text += md_table(["contract", "on the built-in catalogue"], rows)
+    for c, found in breaks.items():
+        if found is None:
+            continue
+        scenario, run = found
+        verdict = properties.check(name, run.trace)
+        text += (
+            f"\n**Counterexample for `{c}`**: scenario `{scenario.name}`. "
+            f"{verdict.explanation}.\n\n" + run_table(run, {name: verdict.witness})
+        )
+    return text
+
+
+def gen_verdict_matrix(root: Path) -> str:
+    """Property by contract: the verdicts of the manifest, or the catalogue's."""
+    manifest = load_manifest(root)
+    rows = []
+    for prop in properties.PROPERTIES:
+        cells = []
+        for c in CONTRACTS:
+            if manifest is not None:
+                v = next((v for v in manifest if v.contract == c and v.property == prop), None)
+                cells.append(v.verdict if v else "")
+            else:
+                broken = any(
+                    not properties.check(prop, simulate(s, CONTRACTS[c]).trace).holds
+                    for s in all_builtin()
+                )
+                cells.append("broken" if broken else "holds")
+        rows.append([f"[`{prop}`](#{prop})", *cells])
+    return md_table(["property", *(f"`{c}`" for c in CONTRACTS)], rows)
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def _help(parser: Any) -> str:
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "90"
+    try:
+        return str(parser.format_help())
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+
+
+def gen_cli_reference(root: Path) -> str:
+    """Every subcommand's ``--help``, from :func:`replay_contract.cli.build_parser`."""
+    import argparse
+
+    from replay_contract.cli import build_parser
+
+    parser = build_parser()
+    out = ["```text\n" + _help(parser).rstrip() + "\n```\n"]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append(f"## `{name}`\n\n```text\n{_help(sub).rstrip()}\n```\n")
+                nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+                for group in nested:
+                    for subname, subsub in group.choices.items():
+                        out.append(
+                            f"### `{name} {subname}`\n\n```text\n{_help(subsub).rstrip()}\n```\n"
+                        )
+    return "\n".join(out)
+
+
+def available_commands() -> list[str]:
+    """The subcommands the command line has now."""
+    import argparse
+
+    from replay_contract.cli import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+def run_command(argv: Sequence[str]) -> tuple[int, str]:
+    """Run ``replay-contract ARGV`` in this process; its status and what it printed."""
+    from replay_contract.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            status = main(list(argv))
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 1
+    return status, out.getvalue()
+
+
+def gen_command(root: Path, run: str, status: str = "0", cwd: str = ".") -> str:
+    """A console block: ``$ replay-contract ...`` and what it prints, run at build time
+    in ``cwd`` (relative to the repository) and expected to exit with ``status``.
+
+    While the subcommand is not part of the command line yet, a note says so instead.
+    """
+    argv = shlex.split(run)
+    if not argv or argv[0] != "replay-contract":
+        raise GenerationError("run= must start with replay-contract")
+    if len(argv) > 1 and not argv[1].startswith("-") and argv[1] not in available_commands():
+        return (
+            f'```console\n$ {run}\n```\n\n!!! note "Not available yet"\n    The '
+            f"`{argv[1]}` command is not part of this build of `replay-contract` yet; "
+            "its output will appear here when it is.\n"
+        )
+    old = Path.cwd()
+    os.chdir(root / cwd)
+    try:
+        code, output = run_command(argv[1:])
+    finally:
+        os.chdir(old)
+    if str(code) != status:
+        raise GenerationError(f"{run!r} exited with {code}, expected {status}:\n{output}")
+    return f"```console\n$ {run}\n{output.rstrip()}\n```\n"
+
+
+# -- the scenario format and the trace --------------------------------------------------
+
+
+def gen_scenario_format(root: Path) -> str:
+    """The scenario format, from the scenario module's docstring."""
+    from replay_contract.model import scenario
+
+    return docstring_markdown(scenario.__doc__)
+
+
+def gen_trace_events(root: Path) -> str:
+    """Every trace event with its fields and meaning."""
+    rows = []
+    for kind, cls in t.EVENT_TYPES.items():
+        doc = inspect.getdoc(cls) or ""
+        if doc.startswith(cls.__name__ + "("):  # attrs' generated signature, no docstring
+            doc = ""
+        names = ", ".join(f"`{f.name}`" for f in fields(cls))
+        effect = "yes" if cls in t.EFFECTS else ""
+        rows.append([f"`{kind}`", names, effect, _inline(" ".join(doc.split()))])
+    return md_table(["event", "fields", "effect", "meaning"], rows)
+
+
+def gen_scenario_json(root: Path, scenario: str) -> str:
+    """A built-in scenario's JSON, as the catalogue ships it."""
+    text = json.dumps(_scenario(scenario, root).to_json(), indent=2, ensure_ascii=False)
+    return f"```json\n{text}\n```\n"
+
+
+def gen_file(root: Path, path: str) -> str:
+    """A file of the repository, verbatim, as a code block."""
+    source = root / path
+    if not source.is_file():
+        raise GenerationError(f"no file {path!r}")
+    lang = {".json": "json", ".py": "python", ".toml": "toml", ".yml": "yaml"}.get(
+        source.suffix, "text"
+    )
+    return f"```{lang}\n{source.read_text().rstrip()}\n```\n"
+
+
+GENERATORS: dict[str, Callable[..., str]] = {
+    "contract-rules": gen_contract_rules,
+    "contract-variants": gen_contract_variants,
+    "catalogue-list": gen_catalogue_list,
+    "catalogue-matrix": gen_catalogue_matrix,
+    "run-table": gen_run_table,
+    "sequence-diagram": gen_sequence_diagram,
+    "property": gen_property,
+    "verdict-matrix": gen_verdict_matrix,
+    "cli-reference": gen_cli_reference,
+    "command": gen_command,
+    "scenario-format": gen_scenario_format,
+    "trace-events": gen_trace_events,
+    "scenario-json": gen_scenario_json,
+    "file": gen_file,
+}
