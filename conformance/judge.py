@@ -27,7 +27,7 @@ from replay_contract.spec.properties import (
 from .compare import Difference, first_difference
 from .interface import Capabilities, Implementation
 from .reference import reference_steps
-from .runner import observe
+from .runner import Observed, observe
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -93,7 +93,8 @@ def judge(impl: Implementation, scenario: Scenario, contract: Contract,
         tool_calls=sum(isinstance(e, t.Tool) for e in act_trace.events),
         expected_repeated=len(repeated_tool_calls(exp_trace)),
         repeated=len(repeated_tool_calls(act_trace)),
-        complete_reuse="" if cr.holds else cr.explanation,
+        complete_reuse="" if cr.holds else f"{_step_of(observed, cr.witness[-1])}: "
+                                              f"{cr.explanation}",
     )
     if observed.error is None and diff is None and not broken:
         return passed
@@ -110,6 +111,16 @@ def judge(impl: Implementation, scenario: Scenario, contract: Contract,
                   report=failure_report(scenario, contract, diff, act_trace,
                                         [v for v in act_verdicts if not v.holds],
                                         observed.error))
+
+
+def _step_of(observed: Observed, event: int) -> str:
+    """The schedule step an event of the observed trace belongs to."""
+    seen = 0
+    for i, (step, events) in enumerate(observed.steps):
+        seen += len(events)
+        if event < seen:
+            return f"step {i} ({step})"
+    return "the end"
 
 
 def failure_report(scenario: Scenario, contract: Contract, diff: Difference | None,

@@ -11,6 +11,7 @@ error goes to a log file whose tail is shown when it fails.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import shlex
@@ -248,10 +249,8 @@ class ProcessImplementation:
         if proc is None:
             return
         if proc.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 proc.stdin.close()
-            except OSError:
-                pass
         try:
             proc.wait(timeout=grace or 0.5)
         except subprocess.TimeoutExpired:

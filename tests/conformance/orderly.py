@@ -204,7 +204,7 @@ class Operator:
             path, action = queue.pop(0)
             out.append((path, action))
             for event in action.get("emits", []):
-                queue.extend((path + [event, b["name"]], b) for b in self.actions
+                queue.extend(([*path, event, b["name"]], b) for b in self.actions
                              if b.get("trigger", "input") == event)
         return out
 

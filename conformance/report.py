@@ -1,0 +1,136 @@
+"""What a suite run reports: the summary table, the JSON document and JUnit XML."""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from attrs import frozen
+from replay_contract.model.narrate import render
+
+from .judge import FAILED, PASSED, SKIPPED, Result
+
+
+@frozen
+class SuiteRun:
+    target: str
+    contract: str
+    seed: int
+    results: tuple[Result, ...]
+    seconds: float
+
+    def count(self, verdict: str) -> int:
+        return sum(r.verdict == verdict for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return self.count(FAILED) == 0
+
+
+def note(r: Result) -> str:
+    """The last column of the summary: why it failed or was skipped, or where
+    ``complete-reuse`` breaks in a passing run (as the model's does)."""
+    if r.verdict != PASSED:
+        return r.reason
+    if r.complete_reuse:
+        return f"complete-reuse breaks, as in the model: {r.complete_reuse}"
+    return ""
+
+
+def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
+    """The summary table: every built-in scenario and sweep; generated ones only when
+    they fail, are skipped or repeat tool calls, unless ``everything``."""
+    rows = []
+    for r in run.results:
+        if not everything and r.verdict == PASSED and not r.repeated and r.seed is not None:
+            continue
+        text = note(r)
+        rows.append((r.name, r.verdict, f"{r.expected_tool_calls} / {r.tool_calls}",
+                     f"{r.expected_repeated} / {r.repeated}",
+                     text if len(text) <= width else text[:width - 3] + "..."))
+    head = (f"target {run.target}, contract {run.contract}, seed {run.seed}: "
+            f"{run.count(PASSED)} passed, {run.count(FAILED)} failed, "
+            f"{run.count(SKIPPED)} skipped in {run.seconds:.1f}s")
+    if not rows:
+        return head
+    table = render(("scenario", "verdict", "tool calls exp/act", "repeated exp/act",
+                    "first difference / broken property"), rows)
+    return f"{table}\n\n{head}"
+
+
+def to_json(run: SuiteRun) -> dict[str, Any]:
+    return {
+        "target": run.target, "contract": run.contract, "seed": run.seed,
+        "passed": run.count(PASSED), "failed": run.count(FAILED),
+        "skipped": run.count(SKIPPED), "seconds": round(run.seconds, 3),
+        "results": [result_json(r) for r in run.results],
+    }
+
+
+def result_json(r: Result) -> dict[str, Any]:
+    return {
+        "name": r.name, "seed": r.seed, "verdict": r.verdict,
+        "property": r.property, "difference": r.difference,
+        "reason": r.reason or None,
+        "tool_calls": {"expected": r.expected_tool_calls, "actual": r.tool_calls},
+        "repeated_tool_calls": {"expected": r.expected_repeated, "actual": r.repeated},
+        "complete_reuse": r.complete_reuse or None,
+        "scenario_file": r.scenario_file,
+    }
+
+
+def junit(run: SuiteRun, path: Path) -> None:
+    """JUnit XML: one test case per scenario, failures with their report."""
+    suite = ET.Element("testsuite", name=f"replay-contract conform {run.target}",
+                       tests=str(len(run.results)), failures=str(run.count(FAILED)),
+                       skipped=str(run.count(SKIPPED)), time=f"{run.seconds:.3f}")
+    for r in run.results:
+        case = ET.SubElement(suite, "testcase", classname=f"{run.target}.{run.contract}",
+                             name=r.name)
+        if r.verdict == FAILED:
+            failure = ET.SubElement(case, "failure", message=r.reason)
+            failure.text = r.report + (f"\n\nscenario file: {r.scenario_file}"
+                                       if r.scenario_file else "")
+        elif r.verdict == SKIPPED:
+            ET.SubElement(case, "skipped", message=r.reason)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+class Progress:
+    """One status line on a terminal (rewritten in place), else a line per failure and
+    one every tenth of the way."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.total, self.done, self.failed = total, 0, 0
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+
+    def update(self, r: Result) -> None:
+        self.done += 1
+        self.failed += r.verdict == FAILED
+        line = f"[{self.done}/{self.total}] {self.failed} failed  {r.name}: {r.verdict}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line[:100])
+            if r.verdict == FAILED:
+                self.stream.write(f"\n  {r.reason[:160]}\n")
+        elif r.verdict == FAILED or self.done % max(1, self.total // 10) == 0 \
+                or self.done == self.total:
+            self.stream.write(line + (f"\n  {r.reason[:160]}" if r.verdict == FAILED else "")
+                              + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def failures(results: Sequence[Result]) -> str:
+    """The full report of every failure, for the end of the text output."""
+    return "\n\n".join(f"== {r.name} ({r.reason})\n{r.report}"
+                       + (f"\nreplay: {r.scenario_file}" if r.scenario_file else "")
+                       for r in results if r.verdict == FAILED)

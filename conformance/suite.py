@@ -1,0 +1,133 @@
+"""The suite: which scenarios run, running them, and keeping what fails.
+
+Three families of cases:
+
+``catalogue``
+    every built-in scenario of the reference model;
+``sweep``
+    the acceptance scenarios crashed at every crash point before their failure
+    (:func:`~.generate.crash_sweep`): after every effect of every delivery;
+``generated``
+    ``examples`` scenarios drawn from seeds ``seed``, ``seed + 1``, ... — each one
+    reproducible alone with ``--seed <its seed> --examples 1``.
+
+A failing case is written as a scenario file (and its report next to it) under the
+output folder; a failing generated case is also shrunk and the smaller scenario written
+beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from attrs import evolve, frozen
+from replay_contract.model import catalogue
+from replay_contract.model.contracts import Contract
+from replay_contract.model.scenario import Scenario
+
+from .generate import crash_sweep, generate
+from .interface import Implementation
+from .judge import FAILED, Result, judge, skip_reason
+from .shrink import shrink
+
+#: Catalogue scenarios swept over every crash point (the acceptance scenarios).
+SWEPT = ("reversed-interleaving", "stateful-chain")
+
+
+@frozen
+class Case:
+    """One scenario to run: built lazily, so that listing the suite is cheap."""
+
+    name: str
+    family: str
+    build: Callable[[], Scenario]
+    seed: int | None = None
+
+
+def cases(examples: int, seed: int, contract: Contract, sweep: bool = True) -> list[Case]:
+    """The catalogue, the crash sweeps and ``examples`` generated scenarios."""
+    out = [Case(name, "catalogue", _builtin(name)) for name in catalogue.names()]
+    if sweep:
+        for name in SWEPT:
+            if name in catalogue.names():
+                for variant in crash_sweep(catalogue.builtin(name), contract=contract):
+                    out.append(Case(variant.name, "sweep", _const(variant)))
+    out.extend(Case(f"generated-{s}", "generated", _seeded(s), s)
+               for s in range(seed, seed + examples))
+    return out
+
+
+def file_cases(scenarios: Iterable[Scenario]) -> list[Case]:
+    return [Case(s.name, "file", _const(s)) for s in scenarios]
+
+
+def _builtin(name: str) -> Callable[[], Scenario]:
+    return lambda: catalogue.builtin(name)
+
+
+def _const(scenario: Scenario) -> Callable[[], Scenario]:
+    return lambda: scenario
+
+
+def _seeded(seed: int) -> Callable[[], Scenario]:
+    return lambda: generate(seed)
+
+
+def run_case(impl: Implementation, case: Case, contract: Contract, out: Path | None,
+             target: str, shrinking: bool = True) -> Result:
+    """Run one case; a failure is written to ``out`` (and shrunk, when generated)."""
+    scenario = case.build()
+    result = judge(impl, scenario, contract, case.seed)
+    if result.verdict != FAILED or out is None:
+        return result
+    folder = out / slug(target) / contract.name
+    path = scenario.write(folder / f"{slug(scenario.name)}.json")
+    report = result.report
+    if shrinking and case.family == "generated":
+        small = shrink(scenario, lambda s: _same_failure(judge(impl, s, contract), result))
+        if small.to_json() != scenario.to_json():
+            small = small.with_schedule(small.schedule, f"{scenario.name}-shrunk")
+            shrunk = judge(impl, small, contract)
+            small_path = small.write(folder / f"{slug(small.name)}.json")
+            report += f"\n\nshrunk to {small_path}:\n\n{shrunk.report}"
+    (folder / f"{slug(scenario.name)}.txt").write_text(report + "\n")
+    return evolve(result, scenario_file=str(path), report=report)
+
+
+def run_all(impl: Implementation, todo: Iterable[Case], contract: Contract,
+            out: Path | None, target: str, shrinking: bool = True,
+            progress: Callable[[Result], None] | None = None) -> list[Result]:
+    """Run every case in order, reporting each result to ``progress``."""
+    results = []
+    for case in todo:
+        result = run_case(impl, case, contract, out, target, shrinking)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def shutdown(impl: Implementation) -> None:
+    """Stop what a target keeps running between scenarios (a subprocess, say): the
+    optional ``shutdown()`` method of an implementation, called once at the end."""
+    stop = getattr(impl, "shutdown", None)
+    if callable(stop):
+        stop()
+
+
+def _same_failure(now: Result, then: Result) -> bool:
+    """Whether a smaller scenario fails the way the original did."""
+    if now.verdict != FAILED:
+        return False
+    if then.property is not None:
+        return now.property == then.property
+    return (now.difference is None) == (then.difference is None) and now.property is None
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("_") or "target"
+
+
+__all__ = ["Case", "cases", "file_cases", "run_all", "run_case", "shutdown", "skip_reason"]

@@ -1,0 +1,90 @@
+"""``replay-contract conform --target T``: run the conformance suite against a target.
+
+Progress goes to stderr; stdout gets the summary table (and the full report of the
+first failures), or one JSON document with ``--json``. The exit status is 1 when any
+scenario failed, 2 when the command is refused (unknown target or contract, a target
+that is not available), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from replay_contract.cli import CommandError
+from replay_contract.model import catalogue
+from replay_contract.model.contracts import contract
+
+SHOWN_FAILURES = 3
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "conform", help="run the conformance suite against an implementation",
+        description="Run the built-in scenarios, their crash sweeps and generated scenarios "
+        "against an implementation; compare its trace with the reference model's and check "
+        "every property.")
+    p.add_argument("--target", required=True,
+                   help="model, kafka, fluss, process:<command> or mutant:<name>")
+    p.add_argument("--contract", default="ordered",
+                   help="the contract to hold the target to (default: ordered)")
+    p.add_argument("--examples", type=int, default=100, metavar="N",
+                   help="generated scenarios to run (default: 100)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="seed of the first generated scenario (default: random, printed)")
+    p.add_argument("--scenario", action="append", metavar="FILE",
+                   help="run only this scenario file or built-in name (repeatable)")
+    p.add_argument("--no-sweep", action="store_true",
+                   help="leave out the crash sweeps of the acceptance scenarios")
+    p.add_argument("--no-shrink", action="store_true",
+                   help="do not shrink failing generated scenarios")
+    p.add_argument("--out", type=Path, default=Path("out/conformance"), metavar="DIR",
+                   help="where failing scenarios and reports go (default: out/conformance)")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
+    p.add_argument("--verbose", action="store_true",
+                   help="list every scenario in the summary, passing generated ones too")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from replay_contract.conformance import report, suite, targets
+
+    if args.examples < 0:
+        raise CommandError("--examples: must not be negative")
+    chosen = contract(args.contract)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
+    impl = targets.resolve(args.target)
+    try:
+        if args.scenario:
+            todo = suite.file_cases(catalogue.resolve(ref) for ref in args.scenario)
+        else:
+            todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep)
+        progress = report.Progress(len(todo))
+        started = time.monotonic()
+        results = suite.run_all(impl, todo, chosen, args.out, args.target,
+                                shrinking=not args.no_shrink, progress=progress.update)
+        progress.close()
+        done = report.SuiteRun(args.target, chosen.name, seed, tuple(results),
+                               time.monotonic() - started)
+    finally:
+        suite.shutdown(impl)
+    if args.junit is not None:
+        report.junit(done, args.junit)
+    if args.json:
+        print(json.dumps(report.to_json(done), indent=2, ensure_ascii=False))
+    else:
+        print(report.summary(done, everything=args.verbose))
+        failed = [r for r in results if r.verdict == "failed"]
+        if failed:
+            print("\n" + report.failures(failed[:SHOWN_FAILURES]))
+            if len(failed) > SHOWN_FAILURES:
+                print(f"\n... and {len(failed) - SHOWN_FAILURES} more failures, each "
+                      f"written under {args.out}")
+        print(f"\nreproduce: replay-contract conform --target {args.target} "
+              f"--contract {chosen.name} --seed {seed} --examples {args.examples}")
+    return 0 if done.ok else 1
