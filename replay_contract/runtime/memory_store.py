@@ -83,3 +83,8 @@ class MemoryBackend:
 
     def namespace(self) -> MemoryNamespace:
         return MemoryNamespace(f"memory-{next(_numbers)}")
+
+
+def backend() -> MemoryBackend:
+    """The benchmark's ``memory`` backend."""
+    return MemoryBackend()
