@@ -1,0 +1,84 @@
+"""``replay-contract simulate SCENARIO``: run a scenario under one contract or all."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from replay_contract.cli import CommandError
+from replay_contract.model import catalogue
+from replay_contract.model.contracts import Contract, contract_from_json, contracts
+from replay_contract.model.narrate import render, table
+from replay_contract.model.run import Run, simulate
+from replay_contract.spec.properties import check_all
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "simulate", help="run a scenario through the reference model",
+        description="Run a scenario (a file or a built-in name) through the reference "
+        "model under one contract or all of them, and show what was reused, what ran "
+        "again and which properties broke.")
+    p.add_argument("scenario", help="a scenario file, or a built-in scenario name")
+    add_contract_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def add_contract_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--contract", default="all",
+                   help="a contract name, a comma-separated list, or 'all' (default)")
+    p.add_argument("--contract-file", type=Path, metavar="FILE",
+                   help="a proposed contract as JSON ({\"based_on\": \"ordered\", ...})")
+
+
+def chosen_contracts(args: argparse.Namespace) -> list[Contract]:
+    if args.contract_file is not None:
+        try:
+            data = json.loads(args.contract_file.read_text())
+        except OSError as exc:
+            raise CommandError(f"{args.contract_file}: cannot read ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"{args.contract_file}: line {exc.lineno} column "
+                               f"{exc.colno}: invalid JSON ({exc.msg})") from None
+        return [contract_from_json(data, str(args.contract_file))]
+    return contracts(args.contract)
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = catalogue.resolve(args.scenario)
+    runs = [simulate(scenario, c) for c in chosen_contracts(args)]
+    if args.json:
+        summaries = [r.summary() for r in runs]
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2,
+                         ensure_ascii=False))
+        return 0
+    print(f"{scenario.name}: {scenario.description}\n")
+    print(comparison(runs))
+    for r in runs:
+        print(f"\n{r.contract.name}")
+        print(detail(r))
+    return 0
+
+
+def comparison(runs: list[Run]) -> str:
+    """One row per contract: the figures side by side."""
+    rows = []
+    for r in runs:
+        s = r.summary()
+        rows.append((r.contract.name, str(s["tool_calls"]), str(s["repeated_tool_calls"]),
+                     str(s["reused"]), str(s["waited"]), ", ".join(s["violations"]) or "none"))
+    return render(("contract", "tool calls", "repeated", "reused", "waited",
+                   "properties broken"), rows)
+
+
+def detail(r: Run) -> str:
+    verdicts = check_all(r.trace)
+    witnesses = {v.property: v.witness for v in verdicts if not v.holds}
+    text = table(r.trace, witnesses)
+    for v in verdicts:
+        if not v.holds:
+            text += f"\n  {v.property}: {v.explanation}"
+    return text

@@ -1,0 +1,113 @@
+"""A malformed scenario is refused with one line that names the place, exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replay_contract.cli import main
+from replay_contract.model.catalogue import builtin
+from replay_contract.model.errors import ScenarioError
+from replay_contract.model.scenario import from_json, loads
+
+
+def base() -> dict:
+    return builtin("reversed-interleaving").to_json()
+
+
+def refuse(data: dict | str) -> str:
+    text = data if isinstance(data, str) else json.dumps(data)
+    with pytest.raises(ScenarioError) as info:
+        loads(text, "s.json")
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_bad_json_names_line_and_column() -> None:
+    assert refuse('{"name": "x",\n "agent": }').startswith("s.json: line 2 column 11")
+
+
+def test_unknown_record_is_named() -> None:
+    data = base()
+    data["schedule"][0] = {"step": "deliver", "record": "Z"}
+    assert refuse(data) == "s.json: schedule[0]: deliver 'Z': no such record"
+
+
+def test_delivery_out_of_channel_order_is_refused() -> None:
+    data = base()
+    data["schedule"][0] = {"step": "deliver", "record": "C"}
+    message = refuse(data)
+    assert message.startswith("s.json: schedule[0]: deliver 'C'")
+    assert "delivers 'A' next" in message
+
+
+def test_deliver_while_the_operator_is_down_is_refused() -> None:
+    data = base()
+    data["schedule"].insert(5, {"step": "deliver", "record": "B"})  # after crash, before restore
+    assert "the operator is down" in refuse(data)
+
+
+def test_restore_while_running_is_refused() -> None:
+    data = base()
+    data["schedule"].insert(0, {"step": "restore"})
+    assert refuse(data) == ("s.json: schedule[0]: restore: the operator is running "
+                            "(crash it first)")
+
+
+def test_schedule_ending_down_is_refused() -> None:
+    data = base()
+    data["schedule"] = data["schedule"][:5]
+    assert "ends with the operator down" in refuse(data)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d["channels"][0]["records"][0].update(key=1.5),
+         "channels[0].records[0].key: expected a string or an integer"),
+        (lambda d: d["channels"][0]["records"][0].update(paylod=1),
+         "channels[0].records[0]: unknown field 'paylod'"),
+        (lambda d: d["channels"][1]["records"][0].update(id="A"), "record id 'A' appears twice"),
+        (lambda d: d["channels"][0]["records"][0].update(replay="lost"),
+         "only a channel that is not replayable"),
+        (lambda d: d["agent"]["actions"][0].update(trigger="nobody"), "no action emits 'nobody'"),
+        (lambda d: d["schedule"][0].update(step="jump"), "schedule[0].step: unknown step 'jump'"),
+        (lambda d: d["schedule"][4].update(crash_after=1), "crash_after is for deliver"),
+        (lambda d: d["schedule"][0].update(crash_after=-1), "must not be negative"),
+    ],
+)
+def test_field_errors_name_the_place(change, expected: str) -> None:
+    data = base()
+    change(data)
+    assert expected in refuse(data)
+
+
+def test_cycle_of_events_is_refused() -> None:
+    data = base()
+    data["agent"]["actions"] = [
+        {"name": "a", "emits": ["e1"]},
+        {"name": "b", "trigger": "e1", "emits": ["e2"]},
+        {"name": "c", "trigger": "e2", "emits": ["e1"]},
+    ]
+    with pytest.raises(ScenarioError, match="cycle"):
+        from_json(data)
+
+
+def test_cli_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    data = base()
+    data["schedule"][0] = {"step": "deliver", "record": "C"}
+    bad.write_text(json.dumps(data))
+    assert main(["simulate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schedule[0]" in err
+
+
+def test_cli_refuses_unknown_contract_and_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "reversed-interleaving", "--contract", "fifo"]) == 2
+    assert "unknown contract 'fifo'" in capsys.readouterr().err
+    assert main(["simulate", "no-such-scenario"]) == 2
+    assert "neither a scenario file nor a built-in scenario" in capsys.readouterr().err
