@@ -67,7 +67,7 @@ class Agent:
             path, action = queue.pop(0)
             yield path, action
             for event in action.emits:
-                queue.extend((path + (event, b.name), b) for b in self.triggered_by(event))
+                queue.extend(((*path, event, b.name), b) for b in self.triggered_by(event))
 
 
 @frozen
@@ -89,18 +89,30 @@ def call_tool(tool: str, record: Record, path: Path, reads: tuple[Any, ...]) -> 
     return f"{tool}:{digest(['tool', tool, record.identity, record.payload, path, reads], 6)}"
 
 
-def execute(action: Action, path: Path, record: Record, reads: tuple[Any, ...],
-            tool_results: tuple[tuple[str, str], ...]) -> Effects:
+def execute(
+    action: Action,
+    path: Path,
+    record: Record,
+    reads: tuple[Any, ...],
+    tool_results: tuple[tuple[str, str], ...],
+) -> Effects:
     """The effects of one action, given what it read and what its tools returned."""
-    basis = [action.name, record.identity, record.payload, list(path), list(reads),
-             [list(t) for t in tool_results]]
+    basis = [
+        action.name,
+        record.identity,
+        record.payload,
+        list(path),
+        list(reads),
+        [list(t) for t in tool_results],
+    ]
     writes = tuple((f, f"{action.name}:{digest(['write', f, *basis], 6)}") for f in action.writes)
     outputs = (f"{action.name}:{digest(['output', *basis], 6)}",) if action.output else ()
     return Effects(tool_results, writes, outputs)
 
 
-def run_without_failure(agent: Agent, memory: Memory, record: Record) -> tuple[dict[str, Any],
-                                                                               list[str]]:
+def run_without_failure(
+    agent: Agent, memory: Memory, record: Record
+) -> tuple[dict[str, Any], list[str]]:
     """Run every action of one input with no store and no crash.
 
     Returns the key's memory afterwards and the outputs, in order. This is the

@@ -11,8 +11,9 @@ from .scenario import Scenario, load, loads
 
 def names() -> list[str]:
     folder = resources.files(__package__).joinpath("catalogue")
-    return sorted(p.name.removesuffix(".json") for p in folder.iterdir()
-                  if p.name.endswith(".json"))
+    return sorted(
+        p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json")
+    )
 
 
 def builtin(name: str) -> Scenario:
@@ -28,8 +29,9 @@ def resolve(ref: str) -> Scenario:
         return builtin(ref)
     if ref.endswith(".json") or Path(ref).exists():
         return load(ref)
-    raise ScenarioError(f"{ref}: neither a scenario file nor a built-in scenario (built-in: "
-                        f"{', '.join(names())})")
+    raise ScenarioError(
+        f"{ref}: neither a scenario file nor a built-in scenario (built-in: {', '.join(names())})"
+    )
 
 
 def all_builtin() -> list[Scenario]:

@@ -89,8 +89,7 @@ STABLE_ID = Contract(
     "stable-id",
     match="identity",
     on_miss="nothing",
-    description="Completions under input identity only, reused at any position "
-    "(known unsafe).",
+    description="Completions under input identity only, reused at any position (known unsafe).",
 )
 READ_SET = Contract(
     "read-set",
@@ -137,11 +136,14 @@ def contract_from_json(data: Any, where: str = "contract") -> Contract:
     changes: dict[str, Any] = {}
     for name, value in data.items():
         if name not in known:
-            raise UnknownContractError(f"{where}.{name}: unknown rule (known: "
-                                       f"{', '.join(n for n in known if n != 'name')})")
+            raise UnknownContractError(
+                f"{where}.{name}: unknown rule (known: "
+                f"{', '.join(n for n in known if n != 'name')})"
+            )
         if name in _CHOICES and value not in _CHOICES[name]:
-            raise UnknownContractError(f"{where}.{name}: {value!r} is not one of "
-                                       f"{', '.join(_CHOICES[name])}")
+            raise UnknownContractError(
+                f"{where}.{name}: {value!r} is not one of {', '.join(_CHOICES[name])}"
+            )
         if name in ("wait", "split_order", "durable_invalidation") and not isinstance(value, bool):
             raise UnknownContractError(f"{where}.{name}: expected true or false")
         if name == "give_up_after" and (not isinstance(value, int) or value < 0):

@@ -57,7 +57,7 @@ def interleavings(channels: Sequence[Sequence[str]]) -> Iterator[tuple[str, ...]
         yield ()
         return
     for i, lst in enumerate(lists):
-        rest = lists[:i] + [lst[1:]] + lists[i + 1:]
+        rest = [*lists[:i], lst[1:], *lists[i + 1 :]]
         for tail in interleavings(rest):
             yield (lst[0], *tail)
 
@@ -101,8 +101,13 @@ def remaining(world: World) -> list[list[str]]:
     for channel in world.topology.channels:
         offset = world.operator.offsets.get(channel.name, 0)
         high = world.high_water.get(channel.name, 0)
-        out.append([r.identity for r in channel.records[offset:]
-                    if not (r.offset < high and r.replay is not None and r.replay.lost)])
+        out.append(
+            [
+                r.identity
+                for r in channel.records[offset:]
+                if not (r.offset < high and r.replay is not None and r.replay.lost)
+            ]
+        )
     return out
 
 
@@ -112,12 +117,11 @@ def crash_variants(scenario: Scenario, contract: Contract) -> Iterator[tuple[Ste
     for i, step in enumerate(scenario.schedule):
         if step.kind == "deliver" and step.crash_after is None and world.operator.up:
             after = apply(world, step)
-            effects = sum(t.is_effect(e) for e in after.events[len(world.events):])
+            effects = sum(t.is_effect(e) for e in after.events[len(world.events) :])
             for n in range(effects + 1):
                 crashed = apply(world, Step("deliver", step.record, n))
                 restored = apply(crashed, Step("restore"))
-                prefix = (*scenario.schedule[:i], Step("deliver", step.record, n),
-                          Step("restore"))
+                prefix = (*scenario.schedule[:i], Step("deliver", step.record, n), Step("restore"))
                 for order in interleavings(remaining(restored)):
                     yield (*prefix, *(Step("deliver", r) for r in order))
         if world.ended:
@@ -125,8 +129,9 @@ def crash_variants(scenario: Scenario, contract: Contract) -> Iterator[tuple[Ste
         world = apply(world, step)
 
 
-def explore(scenario: Scenario, contract: Contract, crash_points: bool = False,
-            limit: int = 200_000) -> Exploration:
+def explore(
+    scenario: Scenario, contract: Contract, crash_points: bool = False, limit: int = 200_000
+) -> Exploration:
     from replay_contract.spec.properties import check_all
 
     findings: dict[str, Finding] = {}
@@ -146,8 +151,11 @@ def explore(scenario: Scenario, contract: Contract, crash_points: bool = False,
             if not verdict.holds and verdict.property not in findings:
                 name = f"{scenario.name}-{contract.name}-{verdict.property}"
                 findings[verdict.property] = Finding(
-                    verdict.property, variant.with_schedule(schedule, name),
-                    verdict.explanation, verdict.witness)
+                    verdict.property,
+                    variant.with_schedule(schedule, name),
+                    verdict.explanation,
+                    verdict.witness,
+                )
     return Exploration(scenario.name, contract.name, runs, tuple(findings.values()), complete)
 
 

@@ -13,17 +13,36 @@ from .contracts import ORDERED, Contract
 MUTANTS: dict[str, Contract] = {
     m.name: m
     for m in (
-        evolve(ORDERED, name="ordered-no-wait", wait=False,
-               description="does not wait for the recorded predecessor"),
-        evolve(ORDERED, name="ordered-volatile-invalidation", durable_invalidation=False,
-               description="invalidates without a durable record"),
-        evolve(ORDERED, name="ordered-invalidate-every-key", invalidation_scope="all",
-               description="invalidates the saved suffix of every key, not only the "
-               "diverging one"),
-        evolve(ORDERED, name="ordered-identity-only", match="identity", wait=False,
-               description="reuses by input identity only, at whatever position the input "
-               "arrives"),
-        evolve(ORDERED, name="ordered-impatient", give_up_after=0,
-               description="gives up on a missing recorded input as soon as anything waits"),
+        evolve(
+            ORDERED,
+            name="ordered-no-wait",
+            wait=False,
+            description="does not wait for the recorded predecessor",
+        ),
+        evolve(
+            ORDERED,
+            name="ordered-volatile-invalidation",
+            durable_invalidation=False,
+            description="invalidates without a durable record",
+        ),
+        evolve(
+            ORDERED,
+            name="ordered-invalidate-every-key",
+            invalidation_scope="all",
+            description="invalidates the saved suffix of every key, not only the diverging one",
+        ),
+        evolve(
+            ORDERED,
+            name="ordered-identity-only",
+            match="identity",
+            wait=False,
+            description="reuses by input identity only, at whatever position the input arrives",
+        ),
+        evolve(
+            ORDERED,
+            name="ordered-impatient",
+            give_up_after=0,
+            description="gives up on a missing recorded input as soon as anything waits",
+        ),
     )
 }

@@ -6,7 +6,8 @@ of the published contract; :func:`render` lays rows out as a plain-text table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from attrs import define, field
 
@@ -27,16 +28,23 @@ class Row:
     broke: list[str] = field(factory=list)
 
     def cells(self) -> tuple[str, ...]:
-        return (str(self.step), self.key, self.position, self.input, self.decision,
-                str(self.tools) if self.key else "", ", ".join(self.broke))
+        return (
+            str(self.step),
+            self.key,
+            self.position,
+            self.input,
+            self.decision,
+            str(self.tools) if self.key else "",
+            ", ".join(self.broke),
+        )
 
 
-def rows(trace: t.Trace, witnesses: dict[str, Sequence[int]] | None = None) -> list[Row]:
+def rows(trace: t.Trace, witnesses: Mapping[str, Sequence[int]] | None = None) -> list[Row]:
     """One row per decision; ``witnesses`` maps a property to the event indexes that
     show its violation, and the rows holding those events name the property."""
     out: list[Row] = []
     owner: dict[int, Row] = {}
-    saved: set[tuple[object, str, str, tuple[str, ...]]] = set()
+    saved: set[tuple[Any, ...]] = set()
     diverged: set[object] = set()
     current: Row | None = None
     for i, e in enumerate(trace.events):
@@ -46,22 +54,37 @@ def rows(trace: t.Trace, witnesses: dict[str, Sequence[int]] | None = None) -> l
             out.append(current)
         elif isinstance(e, t.Wait):
             current = None
-            out.append(Row(i, key_text(e.key), "", e.identity,
-                           f"waits for {e.awaiting}" if e.awaiting else "waits"))
+            out.append(
+                Row(
+                    i,
+                    key_text(e.key),
+                    "",
+                    e.identity,
+                    f"waits for {e.awaiting}" if e.awaiting else "waits",
+                )
+            )
         elif isinstance(e, t.GiveUp):
             current = None
             diverged.add((type(e.key), e.key))
-            out.append(Row(i, key_text(e.key), str(e.position), e.identity,
-                           f"given up: {e.reason}"))
+            out.append(
+                Row(i, key_text(e.key), str(e.position), e.identity, f"given up: {e.reason}")
+            )
         elif isinstance(e, t.Invalidate):
             diverged.add((type(e.key), e.key))
-            row = Row(i, key_text(e.key), f">={e.position}", "",
-                      f"invalidates {len(e.completions)} saved"
-                      + ("" if e.durable else " (not durably)"))
+            row = Row(
+                i,
+                key_text(e.key),
+                f">={e.position}",
+                "",
+                f"invalidates {len(e.completions)} saved" + ("" if e.durable else " (not durably)"),
+            )
             out.append(row)
         elif isinstance(e, t.Reuse) and current is not None:
-            current.decision = "reused" if current.decision.startswith("accepted") else (
-                "partly reused" if "executed" in current.decision else current.decision)
+            current.decision = (
+                "reused"
+                if current.decision.startswith("accepted")
+                else ("partly reused" if "executed" in current.decision else current.decision)
+            )
         elif isinstance(e, t.Tool) and current is not None:
             current.tools += 1
             again = (type(e.key), e.key, e.identity, e.path) in saved
@@ -88,9 +111,9 @@ def rows(trace: t.Trace, witnesses: dict[str, Sequence[int]] | None = None) -> l
             owner[i] = current
     for name, indexes in (witnesses or {}).items():
         for index in indexes:
-            row = owner.get(index) or next((r for r in out if r.step == index), None)
-            if row is not None and name not in row.broke:
-                row.broke.append(name)
+            found = owner.get(index) or next((r for r in out if r.step == index), None)
+            if found is not None and name not in found.broke:
+                found.broke.append(name)
     for row in out:
         if row.decision.startswith("accepted"):
             row.decision = "accepted, nothing to run" + row.decision.removeprefix("accepted")
@@ -104,10 +127,9 @@ def render(header: Sequence[str], body: Iterable[Sequence[str]]) -> str:
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
     rule = "  ".join("-" * w for w in widths)
     lines = [line, rule]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-              for r in body]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in body]
     return "\n".join(lines)
 
 
-def table(trace: t.Trace, witnesses: dict[str, Sequence[int]] | None = None) -> str:
+def table(trace: t.Trace, witnesses: Mapping[str, Sequence[int]] | None = None) -> str:
     return render(COLUMNS, (r.cells() for r in rows(trace, witnesses)))

@@ -50,7 +50,7 @@ class Operator:
     """
 
     up: bool = True
-    keys: Mapping[Key, KeyState] = field(factory=dict)
+    keys: Mapping[tuple[str, Key], KeyState] = field(factory=dict)
     offsets: Mapping[str, int] = field(factory=dict)
     pending: tuple[t.Output, ...] = ()
     marker: int = 0
@@ -92,7 +92,7 @@ class World:
         return None
 
 
-def _k(key: Key) -> Any:
+def _k(key: Key) -> tuple[str, Key]:
     """Map key that never merges ``1`` and ``"1"`` (or ``True`` and ``1``)."""
     return (type(key).__name__, key)
 
@@ -108,22 +108,36 @@ def deliver(world: World, identity: str, crash_after: int | None = None) -> Worl
         raise ScenarioError(f"deliver {identity!r}: no such record") from None
     expected = world.next_record(record.channel)
     if expected is None:
-        raise ScenarioError(f"deliver {identity!r}: channel {record.channel!r} has nothing "
-                            "left to deliver")
+        raise ScenarioError(
+            f"deliver {identity!r}: channel {record.channel!r} has nothing left to deliver"
+        )
     if expected.identity != identity:
-        raise ScenarioError(f"deliver {identity!r}: channel {record.channel!r} delivers "
-                            f"{expected.identity!r} next (each channel keeps its order)")
+        raise ScenarioError(
+            f"deliver {identity!r}: channel {record.channel!r} delivers "
+            f"{expected.identity!r} next (each channel keeps its order)"
+        )
     replayed = record.offset < world.high_water.get(record.channel, 0)
     channel = world.topology.channel(record.channel)
     delivered = record.replayed() if replayed and not channel.replayable else record
     session = _Session(world)
-    session.operator = evolve(session.operator, offsets={**world.operator.offsets,
-                                                         record.channel: record.offset + 1})
-    session.emit(t.Deliver(delivered.identity, delivered.key, delivered.channel,
-                           delivered.offset, delivered.digest, delivered.payload))
+    session.operator = evolve(
+        session.operator, offsets={**world.operator.offsets, record.channel: record.offset + 1}
+    )
+    session.emit(
+        t.Deliver(
+            delivered.identity,
+            delivered.key,
+            delivered.channel,
+            delivered.offset,
+            delivered.digest,
+            delivered.payload,
+        )
+    )
     session.arrive(delivered)
-    high = {**world.high_water, record.channel: max(world.high_water.get(record.channel, 0),
-                                                    record.offset + 1)}
+    high = {
+        **world.high_water,
+        record.channel: max(world.high_water.get(record.channel, 0), record.offset + 1),
+    }
     return _commit(evolve(world, high_water=high), session, crash_after)
 
 
@@ -137,15 +151,22 @@ def checkpoint(world: World) -> World:
     needed = [i for i, e in view.valid() if e.position >= op.key(e.key).next_position]
     op = evolve(op, pending=(), marker=min(needed, default=len(world.store)))
     number = world.checkpoint.checkpoint + 1
-    return evolve(world, operator=op, checkpoint=SavedCheckpoint(number, op),
-                  committed=world.committed + world.operator.pending,
-                  events=(*world.events, t.Checkpoint(number)))
+    return evolve(
+        world,
+        operator=op,
+        checkpoint=SavedCheckpoint(number, op),
+        committed=world.committed + world.operator.pending,
+        events=(*world.events, t.Checkpoint(number)),
+    )
 
 
 def crash(world: World) -> World:
     _require_up(world, "crash")
-    return evolve(world, operator=evolve(world.operator, up=False, pending=()),
-                  events=(*world.events, t.Crash()))
+    return evolve(
+        world,
+        operator=evolve(world.operator, up=False, pending=()),
+        events=(*world.events, t.Crash()),
+    )
 
 
 def restore(world: World, crash_after: int | None = None) -> World:
@@ -156,7 +177,7 @@ def restore(world: World, crash_after: int | None = None) -> World:
     session.emit(t.Restore(saved.checkpoint))
     if world.contract.wait:
         view = session.view()
-        keys = {_k(k): k for k in view.keys()}
+        keys = {_k(k): k for k in view.keys()}  # noqa: SIM118 (a StoreView, not a dict)
         keys.update({_k(r.key): r.key for ks in saved.operator.keys.values() for r in ks.waiting})
         for key in keys.values():
             ks = session.key(key)
@@ -178,11 +199,17 @@ def end(world: World) -> World:
             session.diverge(key, head.position, head.identity, "end of input")
         session.advance(key)
     world = _commit(world, session, None)
-    memory = tuple((ks_key, tuple(sorted(world.operator.key(ks_key).memory.items())))
-                   for ks_key in _keys_in(world.operator))
-    return evolve(world, committed=world.committed + world.operator.pending,
-                  operator=evolve(world.operator, pending=()), ended=True,
-                  events=(*world.events, t.End(memory)))
+    memory = tuple(
+        (ks_key, tuple(sorted(world.operator.key(ks_key).memory.items())))
+        for ks_key in _keys_in(world.operator)
+    )
+    return evolve(
+        world,
+        committed=world.committed + world.operator.pending,
+        operator=evolve(world.operator, pending=()),
+        ended=True,
+        events=(*world.events, t.End(memory)),
+    )
 
 
 def _keys_in(op: Operator) -> list[Key]:
@@ -200,8 +227,12 @@ def _commit(world: World, session: _Session, crash_after: int | None) -> World:
     """The world after a step, or after a crash that falls after its N-th effect."""
     events, writes = session.events, session.writes
     if crash_after is None:
-        return evolve(world, operator=session.operator, store=world.store + tuple(
-            e for _, e in writes), events=world.events + tuple(events))
+        return evolve(
+            world,
+            operator=session.operator,
+            store=world.store + tuple(e for _, e in writes),
+            events=world.events + tuple(events),
+        )
     effects = [i for i, e in enumerate(events) if t.is_effect(e)]
     if crash_after == 0:
         cut = 1  # right after the delivery (or restore) itself, before any effect
@@ -212,8 +243,7 @@ def _commit(world: World, session: _Session, crash_after: int | None) -> World:
     kept = tuple(events[:cut])
     store = world.store + tuple(e for i, e in writes if i < cut)
     down = evolve(world.operator, up=False, pending=())
-    return evolve(world, operator=down, store=store,
-                  events=world.events + kept + (t.Crash(),))
+    return evolve(world, operator=down, store=store, events=world.events + kept + (t.Crash(),))
 
 
 # -- handling inputs ---------------------------------------------------------------------
@@ -263,14 +293,26 @@ class _Session:
         if self.contract.split_order:
             arrived = {w.identity for w in ks.waiting} | {record.identity}
             for r in ks.expected:
-                if r.channel == record.channel and r.offset < record.offset \
-                        and r.identity not in arrived:
-                    self.emit(t.GiveUp(record.key, r.position, r.identity,
-                                       f"a later record of channel {record.channel!r} arrived"))
-                    ks = evolve(ks, expected=tuple(e for e in ks.expected
-                                                   if e.position < r.position),
-                                diverge_at=r.position if ks.diverge_at is None
-                                else min(ks.diverge_at, r.position))
+                if (
+                    r.channel == record.channel
+                    and r.offset < record.offset
+                    and r.identity not in arrived
+                ):
+                    self.emit(
+                        t.GiveUp(
+                            record.key,
+                            r.position,
+                            r.identity,
+                            f"a later record of channel {record.channel!r} arrived",
+                        )
+                    )
+                    ks = evolve(
+                        ks,
+                        expected=tuple(e for e in ks.expected if e.position < r.position),
+                        diverge_at=r.position
+                        if ks.diverge_at is None
+                        else min(ks.diverge_at, r.position),
+                    )
                     break
         self.put(record.key, evolve(ks, waiting=(*ks.waiting, record)))
         self.advance(record.key)
@@ -280,8 +322,12 @@ class _Session:
             self.emit(t.Wait(record.key, record.identity, awaiting))
             if len(ks.waiting) > self.contract.give_up_after and ks.expected:
                 head = ks.expected[0]
-                self.diverge(record.key, head.position, head.identity,
-                             f"more than {self.contract.give_up_after} inputs waited")
+                self.diverge(
+                    record.key,
+                    head.position,
+                    head.identity,
+                    f"more than {self.contract.give_up_after} inputs waited",
+                )
                 self.advance(record.key)
 
     def advance(self, key: Key) -> None:
@@ -296,8 +342,14 @@ class _Session:
                 if match.digest != head.digest:
                     self.diverge(key, head.position, head.identity, "the input came back changed")
                     continue
-                self.put(key, evolve(ks, expected=ks.expected[1:],
-                                     waiting=tuple(w for w in ks.waiting if w is not match)))
+                self.put(
+                    key,
+                    evolve(
+                        ks,
+                        expected=ks.expected[1:],
+                        waiting=tuple(w for w in ks.waiting if w is not match),
+                    ),
+                )
                 self.accept(match, recorded=True)
             elif ks.diverge_at is not None:
                 missing = ks.diverge_at
@@ -327,8 +379,9 @@ class _Session:
             if self.contract.durable_invalidation:
                 self.write(one, t.Invalidate(key, inv.position, voided))
             else:
-                self.operator = evolve(self.operator, volatile=(
-                    *self.operator.volatile, (self.log_length(), one)))
+                self.operator = evolve(
+                    self.operator, volatile=(*self.operator.volatile, (self.log_length(), one))
+                )
                 self.emit(t.Invalidate(key, inv.position, voided, durable=False))
 
     # running the actions of one accepted input
@@ -337,20 +390,33 @@ class _Session:
         ks = self.key(record.key)
         position = ks.next_position
         memory = dict(ks.memory)
-        self.put(record.key, evolve(ks, next_position=position + 1,
-                                    history=(*ks.history, (record.identity, record.digest))))
+        self.put(
+            record.key,
+            evolve(
+                ks,
+                next_position=position + 1,
+                history=(*ks.history, (record.identity, record.digest)),
+            ),
+        )
         key, ident, dig = record.key, record.identity, record.digest
         self.emit(t.Accept(key, position, ident, dig))
         ordered = recorded or c.record_order == "no"
         if c.record_order == "before-first-tool-call" and not ordered:
-            self.write(OrderEntry(key, position, ident, dig, record.channel, record.offset),
-                       t.Order(key, position, ident, dig))
+            self.write(
+                OrderEntry(key, position, ident, dig, record.channel, record.offset),
+                t.Order(key, position, ident, dig),
+            )
             ordered = True
         for path, action in self.agent.plan():
             reads = read(memory, action)
-            found = self.view().find(key, path, identity=ident, digest=dig,
-                                     position=position if c.match == "position" else None,
-                                     reads=reads if c.match == "reads" else None)
+            found = self.view().find(
+                key,
+                path,
+                identity=ident,
+                digest=dig,
+                position=position if c.match == "position" else None,
+                reads=reads if c.match == "reads" else None,
+            )
             if found is not None:
                 index, saved = found
                 self.emit(t.Reuse(key, position, ident, dig, path, index, reads))
@@ -360,17 +426,31 @@ class _Session:
                     inv = Invalidation(key, position, keep=(ident, dig))
                     if self.view().voided_by(inv):
                         self.invalidate(key, inv)
-                results = tuple((tool, call_tool(tool, record, path, reads))
-                                for tool in action.tools)
+                results = tuple(
+                    (tool, call_tool(tool, record, path, reads)) for tool in action.tools
+                )
                 for tool, result in results:
                     self.emit(t.Tool(key, position, ident, dig, path, tool, result))
                 effects = execute(action, path, record, reads, results)
                 writes, outputs = effects.writes, effects.outputs
                 carries = c.record_order == "with-first-completion" and not ordered
-                entry = Completion(key, position, ident, dig, path, reads, writes, outputs,
-                                   carries, record.channel, record.offset)
-                self.write(entry, t.Save(key, position, ident, dig, path, self.log_length(),
-                                         reads, carries))
+                entry = Completion(
+                    key,
+                    position,
+                    ident,
+                    dig,
+                    path,
+                    reads,
+                    writes,
+                    outputs,
+                    carries,
+                    record.channel,
+                    record.offset,
+                )
+                self.write(
+                    entry,
+                    t.Save(key, position, ident, dig, path, self.log_length(), reads, carries),
+                )
                 ordered = ordered or carries
             memory.update(writes)
             for value in outputs:
@@ -378,6 +458,8 @@ class _Session:
                 self.emit(out)
                 self.operator = evolve(self.operator, pending=(*self.operator.pending, out))
         if not ordered:
-            self.write(OrderEntry(key, position, ident, dig, record.channel, record.offset),
-                       t.Order(key, position, ident, dig))
+            self.write(
+                OrderEntry(key, position, ident, dig, record.channel, record.offset),
+                t.Order(key, position, ident, dig),
+            )
         self.put(key, evolve(self.key(key), memory=memory))

@@ -27,8 +27,7 @@ def apply(world: op.World, step: Step) -> op.World:
     return op.end(world)
 
 
-def run_schedule(scenario: Scenario, contract: Contract, source: str | None = None
-                 ) -> op.World:
+def run_schedule(scenario: Scenario, contract: Contract, source: str | None = None) -> op.World:
     """The world after every step of the schedule, then ``end`` if it did not end."""
     world = op.World(scenario.topology, scenario.agent, contract)
     where = source or scenario.name
@@ -39,8 +38,9 @@ def run_schedule(scenario: Scenario, contract: Contract, source: str | None = No
             raise ScenarioError(f"{where}: schedule[{i}]: {exc}") from None
     if not world.ended:
         if not world.operator.up:
-            raise ScenarioError(f"{where}: the schedule ends with the operator down "
-                                "(add a restore step)")
+            raise ScenarioError(
+                f"{where}: the schedule ends with the operator down (add a restore step)"
+            )
         world = op.end(world)
     return world
 
@@ -73,8 +73,9 @@ class Run:
             "invalidated": sum(isinstance(e, t.Invalidate) for e in events),
             "violations": [v.property for v in verdicts if not v.holds],
             "final_memory": [{"key": k, "memory": dict(fields)} for k, fields in end.memory],
-            "outputs": [{"key": o.key, "input": o.identity, "value": o.value}
-                        for o in self.world.committed],
+            "outputs": [
+                {"key": o.key, "input": o.identity, "value": o.value} for o in self.world.committed
+            ],
         }
 
 

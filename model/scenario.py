@@ -63,8 +63,7 @@ class Step:
 
     def __str__(self) -> str:
         text = self.kind + (f" {self.record}" if self.record else "")
-        return text + (f" (crash after {self.crash_after})" if self.crash_after is not None
-                       else "")
+        return text + (f" (crash after {self.crash_after})" if self.crash_after is not None else "")
 
 
 @frozen
@@ -85,8 +84,7 @@ class Scenario:
         }
 
     def with_schedule(self, schedule: tuple[Step, ...], name: str | None = None) -> Scenario:
-        return Scenario(name or self.name, self.agent, self.topology, schedule,
-                        self.description)
+        return Scenario(name or self.name, self.agent, self.topology, schedule, self.description)
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,8 +125,9 @@ def loads(text: str, source: str = "scenario") -> Scenario:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScenarioError(f"{source}: line {exc.lineno} column {exc.colno}: invalid JSON "
-                            f"({exc.msg})") from None
+        raise ScenarioError(
+            f"{source}: line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
+        ) from None
     scenario = from_json(data, source)
     check_schedule(scenario, source)
     return scenario
@@ -148,19 +147,21 @@ def from_json(data: Any, source: str = "scenario") -> Scenario:
     name = obj.get("name", str, required=False) or Path(source).stem
     agent = _agent(obj.child("agent"))
     channels_data = obj.get("channels", list)
-    channels = tuple(_channel(_Obj(c, f"{source}: channels[{i}]", {"name", "records",
-                                                                    "replayable"}))
-                     for i, c in enumerate(channels_data))
+    channels = tuple(
+        _channel(_Obj(c, f"{source}: channels[{i}]", {"name", "records", "replayable"}))
+        for i, c in enumerate(channels_data)
+    )
     if not channels:
         raise ScenarioError(f"{source}: channels: at least one channel is needed")
     _unique([c.name for c in channels], f"{source}: channels", "channel name")
-    _unique([r.identity for c in channels for r in c.records], f"{source}: channels",
-            "record id")
-    schedule = tuple(_step(_Obj(s, f"{source}: schedule[{i}]", {"step", "record",
-                                                                 "crash_after"}))
-                     for i, s in enumerate(obj.get("schedule", list)))
-    return Scenario(name, agent, Topology(channels), schedule,
-                    obj.get("description", str, required=False) or "")
+    _unique([r.identity for c in channels for r in c.records], f"{source}: channels", "record id")
+    schedule = tuple(
+        _step(_Obj(s, f"{source}: schedule[{i}]", {"step", "record", "crash_after"}))
+        for i, s in enumerate(obj.get("schedule", list))
+    )
+    return Scenario(
+        name, agent, Topology(channels), schedule, obj.get("description", str, required=False) or ""
+    )
 
 
 def check_schedule(scenario: Scenario, source: str = "scenario") -> None:
@@ -177,8 +178,9 @@ class _Obj:
             raise ScenarioError(f"{where}: expected a JSON object")
         unknown = sorted(set(data) - allowed)
         if unknown:
-            raise ScenarioError(f"{where}: unknown field {unknown[0]!r} (allowed: "
-                                f"{', '.join(sorted(allowed))})")
+            raise ScenarioError(
+                f"{where}: unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})"
+            )
         self.data, self.where = data, where
 
     def get(self, name: str, kind: type, required: bool = True) -> Any:
@@ -188,8 +190,9 @@ class _Obj:
             return None
         value = self.data[name]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ScenarioError(f"{self.where}.{name}: expected {_kind(kind)}, got "
-                                f"{json.dumps(value)[:40]}")
+            raise ScenarioError(
+                f"{self.where}.{name}: expected {_kind(kind)}, got {json.dumps(value)[:40]}"
+            )
         return value
 
     def strings(self, name: str) -> tuple[str, ...]:
@@ -205,8 +208,13 @@ class _Obj:
 
 
 def _kind(kind: type) -> str:
-    return {str: "a string", int: "an integer", list: "a list", dict: "an object",
-            bool: "true or false"}.get(kind, kind.__name__)
+    return {
+        str: "a string",
+        int: "an integer",
+        list: "a list",
+        dict: "an object",
+        bool: "true or false",
+    }.get(kind, kind.__name__)
 
 
 def _unique(values: list[str], where: str, what: str) -> None:
@@ -220,19 +228,29 @@ def _unique(values: list[str], where: str, what: str) -> None:
 def _agent(obj: _Obj) -> Agent:
     actions = []
     for i, a in enumerate(obj.get("actions", list)):
-        o = _Obj(a, f"{obj.where}.actions[{i}]",
-                 {"name", "trigger", "reads", "writes", "tools", "emits", "output"})
+        o = _Obj(
+            a,
+            f"{obj.where}.actions[{i}]",
+            {"name", "trigger", "reads", "writes", "tools", "emits", "output"},
+        )
         emits = o.strings("emits")
         _unique(list(emits), o.where + ".emits", "event")
-        actions.append(Action(o.get("name", str), o.get("trigger", str, False) or INPUT,
-                              o.strings("reads"), o.strings("writes"), o.strings("tools"),
-                              emits, bool(o.get("output", bool, False))))
+        actions.append(
+            Action(
+                o.get("name", str),
+                o.get("trigger", str, False) or INPUT,
+                o.strings("reads"),
+                o.strings("writes"),
+                o.strings("tools"),
+                emits,
+                bool(o.get("output", bool, False)),
+            )
+        )
     _unique([a.name for a in actions], obj.where + ".actions", "action name")
     emitted = {e for a in actions for e in a.emits}
     for i, a in enumerate(actions):
         if a.trigger != INPUT and a.trigger not in emitted:
-            raise ScenarioError(f"{obj.where}.actions[{i}].trigger: no action emits "
-                                f"{a.trigger!r}")
+            raise ScenarioError(f"{obj.where}.actions[{i}].trigger: no action emits {a.trigger!r}")
     _acyclic(actions, obj.where)
     return Agent(tuple(actions))
 
@@ -244,8 +262,9 @@ def _acyclic(actions: list[Action], where: str) -> None:
 
     def visit(a: Action, stack: tuple[str, ...]) -> None:
         if a.name in stack:
-            raise ScenarioError(f"{where}.actions: events form a cycle through "
-                                f"{' > '.join((*stack, a.name))}")
+            raise ScenarioError(
+                f"{where}.actions: events form a cycle through {' > '.join((*stack, a.name))}"
+            )
         for e in a.emits:
             for b in by_trigger.get(e, []):
                 visit(b, (*stack, a.name))
@@ -272,16 +291,17 @@ def _channel(obj: _Obj) -> Channel:
         replay = None
         if "replay" in o.data:
             if replayable:
-                raise ScenarioError(f"{o.where}.replay: only a channel that is not "
-                                    "replayable may lose or change a record")
+                raise ScenarioError(
+                    f"{o.where}.replay: only a channel that is not "
+                    "replayable may lose or change a record"
+                )
             value = o.data["replay"]
             if value == "lost":
                 replay = Replay(lost=True)
             elif isinstance(value, dict) and set(value) == {"payload"}:
                 replay = Replay(payload=value["payload"])
             else:
-                raise ScenarioError(f"{o.where}.replay: expected \"lost\" or "
-                                    "{\"payload\": ...}")
+                raise ScenarioError(f'{o.where}.replay: expected "lost" or {{"payload": ...}}')
         records.append(Record(identity, key, o.data.get("payload"), name, i, replay))
     return Channel(name, tuple(records), replayable)
 
@@ -289,8 +309,9 @@ def _channel(obj: _Obj) -> Channel:
 def _step(obj: _Obj) -> Step:
     kind = obj.get("step", str)
     if kind not in STEP_KINDS:
-        raise ScenarioError(f"{obj.where}.step: unknown step {kind!r} (known: "
-                            f"{', '.join(STEP_KINDS)})")
+        raise ScenarioError(
+            f"{obj.where}.step: unknown step {kind!r} (known: {', '.join(STEP_KINDS)})"
+        )
     record = obj.get("record", str, required=kind == "deliver")
     if record is not None and kind != "deliver":
         raise ScenarioError(f"{obj.where}: only deliver names a record")

@@ -110,12 +110,20 @@ class StoreView:
             yield index, entry
 
     def completions(self, key: Key) -> list[tuple[int, Completion]]:
-        return [(i, e) for i, e in self.valid()
-                if isinstance(e, Completion) and same_key(e.key, key)]
+        return [
+            (i, e) for i, e in self.valid() if isinstance(e, Completion) and same_key(e.key, key)
+        ]
 
-    def find(self, key: Key, path: Path, *, identity: str, digest: str,
-             position: int | None = None, reads: tuple[Any, ...] | None = None
-             ) -> tuple[int, Completion] | None:
+    def find(
+        self,
+        key: Key,
+        path: Path,
+        *,
+        identity: str,
+        digest: str,
+        position: int | None = None,
+        reads: tuple[Any, ...] | None = None,
+    ) -> tuple[int, Completion] | None:
         """The latest valid completion of ``path`` for this input, if any.
 
         ``position`` restricts the match to that position; ``reads`` to completions
@@ -123,9 +131,13 @@ class StoreView:
         """
         found = None
         for index, c in self.completions(key):
-            if (c.path == path and c.identity == identity and c.digest == digest
-                    and (position is None or c.position == position)
-                    and (reads is None or c.reads == reads)):
+            if (
+                c.path == path
+                and c.identity == identity
+                and c.digest == digest
+                and (position is None or c.position == position)
+                and (reads is None or c.reads == reads)
+            ):
                 found = (index, c)
         return found
 
@@ -136,8 +148,9 @@ class StoreView:
             if not same_key(e.key, key):
                 continue
             if isinstance(e, OrderEntry) or (isinstance(e, Completion) and e.order):
-                by_position[e.position] = Recorded(e.position, e.identity, e.digest,
-                                                   e.channel, e.offset)
+                by_position[e.position] = Recorded(
+                    e.position, e.identity, e.digest, e.channel, e.offset
+                )
         order = []
         position = start
         while position in by_position:

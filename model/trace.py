@@ -167,13 +167,41 @@ class End:
     memory: tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...]
 
 
-Event = (Deliver | Wait | Accept | Tool | Save | Order | Reuse | GiveUp | Invalidate | Output
-         | Checkpoint | Crash | Restore | End)
+Event = (
+    Deliver
+    | Wait
+    | Accept
+    | Tool
+    | Save
+    | Order
+    | Reuse
+    | GiveUp
+    | Invalidate
+    | Output
+    | Checkpoint
+    | Crash
+    | Restore
+    | End
+)
 
 EVENT_TYPES: dict[str, type[Any]] = {
     cls.kind: cls
-    for cls in (Deliver, Wait, Accept, Tool, Save, Order, Reuse, GiveUp, Invalidate, Output,
-                Checkpoint, Crash, Restore, End)
+    for cls in (
+        Deliver,
+        Wait,
+        Accept,
+        Tool,
+        Save,
+        Order,
+        Reuse,
+        GiveUp,
+        Invalidate,
+        Output,
+        Checkpoint,
+        Crash,
+        Restore,
+        End,
+    )
 }
 
 #: Events after which a crash can fall: durable writes and external calls.

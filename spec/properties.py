@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from attrs import frozen
-
 from replay_contract.model import trace as t
 from replay_contract.model.agent import run_without_failure
 from replay_contract.model.topology import Key, Record, key_text
@@ -27,8 +26,14 @@ EQUIVALENT_OUTCOME = "equivalent-outcome"
 DIVERGENCE_SAFEGUARD = "divergence-safeguard"
 COMPLETE_REUSE = "complete-reuse"
 
-PROPERTIES = (NO_STALE_REUSE, KEY_ISOLATION, NO_LOST_INPUT, EQUIVALENT_OUTCOME,
-              DIVERGENCE_SAFEGUARD, COMPLETE_REUSE)
+PROPERTIES = (
+    NO_STALE_REUSE,
+    KEY_ISOLATION,
+    NO_LOST_INPUT,
+    EQUIVALENT_OUTCOME,
+    DIVERGENCE_SAFEGUARD,
+    COMPLETE_REUSE,
+)
 
 Input = tuple[str, str]  # identity, digest
 K = tuple[str, Any]  # a key, typed so that 1 and "1" stay apart
@@ -57,7 +62,8 @@ class _Timeline:
         self.history: dict[K, list[Input]] = {}
         self.delivered: dict[K, list[tuple[Input, int]]] = {}
         self.saved: dict[int, tuple[dict[K, list[Input]], dict[K, list[tuple[Input, int]]]]] = {
-            0: ({}, {})}
+            0: ({}, {})
+        }
         self.last_restore_dead: dict[K, list[Input]] = {}
 
     def of(self, key: Key) -> list[Input]:
@@ -68,15 +74,18 @@ class _Timeline:
             self.history.setdefault(_k(event.key), []).append((event.identity, event.digest))
         elif isinstance(event, t.Deliver):
             self.delivered.setdefault(_k(event.key), []).append(
-                ((event.identity, event.digest), index))
+                ((event.identity, event.digest), index)
+            )
         elif isinstance(event, t.Checkpoint):
             self.saved[event.checkpoint] = (
                 {k: list(v) for k, v in self.history.items()},
-                {k: list(v) for k, v in self.delivered.items()})
+                {k: list(v) for k, v in self.delivered.items()},
+            )
         elif isinstance(event, t.Restore):
             history, delivered = self.saved.get(event.checkpoint, ({}, {}))
-            self.last_restore_dead = {k: v[len(history.get(k, [])):]
-                                      for k, v in self.history.items()}
+            self.last_restore_dead = {
+                k: v[len(history.get(k, [])) :] for k, v in self.history.items()
+            }
             self.history = {k: list(v) for k, v in history.items()}
             self.delivered = {k: list(v) for k, v in delivered.items()}
 
@@ -99,24 +108,36 @@ def no_stale_reuse(trace: t.Trace) -> Verdict:
     saves: dict[int, tuple[int, tuple[Input, ...], tuple[Any, ...]]] = {}
     for i, e, tl in _walk(trace):
         if isinstance(e, t.Save):
-            saves[e.completion] = (i, tuple(tl.of(e.key)[:e.position]), e.reads)
+            saves[e.completion] = (i, tuple(tl.of(e.key)[: e.position]), e.reads)
         elif isinstance(e, t.Reuse):
             if e.completion not in saves:
-                return Verdict(NO_STALE_REUSE, False, (i,),
-                               f"reuses completion {e.completion}, which was never saved")
+                return Verdict(
+                    NO_STALE_REUSE,
+                    False,
+                    (i,),
+                    f"reuses completion {e.completion}, which was never saved",
+                )
             s, then, reads = saves[e.completion]
             if trace.basis == "reads":
                 if reads != e.reads:
-                    return Verdict(NO_STALE_REUSE, False, (s, i),
-                                   f"{e.identity} reuses a completion that read {list(reads)}"
-                                   f" but reads {list(e.reads)} now")
+                    return Verdict(
+                        NO_STALE_REUSE,
+                        False,
+                        (s, i),
+                        f"{e.identity} reuses a completion that read {list(reads)}"
+                        f" but reads {list(e.reads)} now",
+                    )
                 continue
-            now = tuple(tl.of(e.key)[:e.position])
+            now = tuple(tl.of(e.key)[: e.position])
             if now != then:
-                return Verdict(NO_STALE_REUSE, False, (s, i),
-                               f"{e.identity} at position {e.position} of key "
-                               f"{key_text(e.key)} reuses a completion computed after "
-                               f"{_ids(then)} but follows {_ids(now)} now")
+                return Verdict(
+                    NO_STALE_REUSE,
+                    False,
+                    (s, i),
+                    f"{e.identity} at position {e.position} of key "
+                    f"{key_text(e.key)} reuses a completion computed after "
+                    f"{_ids(then)} but follows {_ids(now)} now",
+                )
     return _holds(NO_STALE_REUSE)
 
 
@@ -138,27 +159,44 @@ def key_isolation(trace: t.Trace) -> Verdict:
             record_key[e.identity] = _k(e.key)
         elif isinstance(e, t.Accept):
             if e.position != len(tl.of(e.key)):
-                return Verdict(KEY_ISOLATION, False, (i,),
-                               f"key {key_text(e.key)} accepts {e.identity} at position "
-                               f"{e.position}, but it has {len(tl.of(e.key))} inputs")
+                return Verdict(
+                    KEY_ISOLATION,
+                    False,
+                    (i,),
+                    f"key {key_text(e.key)} accepts {e.identity} at position "
+                    f"{e.position}, but it has {len(tl.of(e.key))} inputs",
+                )
         elif isinstance(e, t.Save):
             owner[e.completion] = _k(e.key)
         elif isinstance(e, t.Reuse):
             if owner.get(e.completion, _k(e.key)) != _k(e.key):
-                return Verdict(KEY_ISOLATION, False, (i,),
-                               f"key {key_text(e.key)} reuses completion {e.completion} "
-                               "of another key")
+                return Verdict(
+                    KEY_ISOLATION,
+                    False,
+                    (i,),
+                    f"key {key_text(e.key)} reuses completion {e.completion} of another key",
+                )
         elif isinstance(e, t.Invalidate):
             foreign = [c for c in e.completions if owner.get(c, _k(e.key)) != _k(e.key)]
             if foreign:
-                return Verdict(KEY_ISOLATION, False, (i,),
-                               f"a divergence of key {key_text(e.key)} invalidates "
-                               f"completions {foreign} of other keys")
-        elif isinstance(e, t.Wait) and e.awaiting:
-            if record_key.get(e.awaiting, _k(e.key)) != _k(e.key):
-                return Verdict(KEY_ISOLATION, False, (i,),
-                               f"{e.identity} of key {key_text(e.key)} waits for "
-                               f"{e.awaiting} of another key")
+                return Verdict(
+                    KEY_ISOLATION,
+                    False,
+                    (i,),
+                    f"a divergence of key {key_text(e.key)} invalidates "
+                    f"completions {foreign} of other keys",
+                )
+        elif (
+            isinstance(e, t.Wait)
+            and e.awaiting
+            and record_key.get(e.awaiting, _k(e.key)) != _k(e.key)
+        ):
+            return Verdict(
+                KEY_ISOLATION,
+                False,
+                (i,),
+                f"{e.identity} of key {key_text(e.key)} waits for {e.awaiting} of another key",
+            )
     return _holds(KEY_ISOLATION)
 
 
@@ -176,15 +214,21 @@ def no_lost_input(trace: t.Trace) -> Verdict:
             count = accepted.count(identity)
             if count != 1:
                 what = "never accepted" if count == 0 else f"accepted {count} times"
-                return Verdict(NO_LOST_INPUT, False, (index,),
-                               f"{identity} of key {key_text(key[1])} was delivered but "
-                               f"{what}")
+                return Verdict(
+                    NO_LOST_INPUT,
+                    False,
+                    (index,),
+                    f"{identity} of key {key_text(key[1])} was delivered but {what}",
+                )
         delivered_ids = {identity for (identity, _), _ in delivered}
         for identity in accepted:
             if identity not in delivered_ids:
-                return Verdict(NO_LOST_INPUT, False, (),
-                               f"{identity} of key {key_text(key[1])} was accepted but "
-                               "never delivered")
+                return Verdict(
+                    NO_LOST_INPUT,
+                    False,
+                    (),
+                    f"{identity} of key {key_text(key[1])} was accepted but never delivered",
+                )
     return _holds(NO_LOST_INPUT)
 
 
@@ -204,8 +248,9 @@ def equivalent_outcome(trace: t.Trace) -> Verdict:
     for i, e in enumerate(trace.events):
         tl.step(i, e)
         if isinstance(e, t.Deliver):
-            payloads[(e.identity, e.digest)] = Record(e.identity, e.key, e.payload,
-                                                      e.channel, e.offset)
+            payloads[(e.identity, e.digest)] = Record(
+                e.identity, e.key, e.payload, e.channel, e.offset
+            )
         elif isinstance(e, t.Output):
             pending.append(e)
         elif isinstance(e, t.Checkpoint):
@@ -225,13 +270,21 @@ def equivalent_outcome(trace: t.Trace) -> Verdict:
             outputs.extend(out)
         got_outputs = [o.value for o in committed if _k(o.key) == key]
         if got_outputs != outputs:
-            return Verdict(EQUIVALENT_OUTCOME, False, (end_index,),
-                           f"key {key_text(key[1])} emitted {got_outputs}, a failure-free "
-                           f"run over {_ids(history)} emits {outputs}")
+            return Verdict(
+                EQUIVALENT_OUTCOME,
+                False,
+                (end_index,),
+                f"key {key_text(key[1])} emitted {got_outputs}, a failure-free "
+                f"run over {_ids(history)} emits {outputs}",
+            )
         if end is not None and memory.get(key, {}) != mem:
-            return Verdict(EQUIVALENT_OUTCOME, False, (end_index,),
-                           f"key {key_text(key[1])} ends with memory {memory.get(key, {})}, "
-                           f"a failure-free run over {_ids(history)} ends with {mem}")
+            return Verdict(
+                EQUIVALENT_OUTCOME,
+                False,
+                (end_index,),
+                f"key {key_text(key[1])} ends with memory {memory.get(key, {})}, "
+                f"a failure-free run over {_ids(history)} ends with {mem}",
+            )
     return _holds(EQUIVALENT_OUTCOME)
 
 
@@ -255,12 +308,19 @@ def divergence_safeguard(trace: t.Trace) -> Verdict:
             saved_at[e.completion] = i
         elif isinstance(e, t.Reuse):
             for key, position, d in divergences:
-                if key == _k(e.key) and e.position >= position \
-                        and saved_at.get(e.completion, -1) < d:
-                    return Verdict(DIVERGENCE_SAFEGUARD, False, (d, i),
-                                   f"key {key_text(e.key)} diverged at position {position}, "
-                                   f"yet {e.identity} at position {e.position} reuses a "
-                                   "completion saved before")
+                if (
+                    key == _k(e.key)
+                    and e.position >= position
+                    and saved_at.get(e.completion, -1) < d
+                ):
+                    return Verdict(
+                        DIVERGENCE_SAFEGUARD,
+                        False,
+                        (d, i),
+                        f"key {key_text(e.key)} diverged at position {position}, "
+                        f"yet {e.identity} at position {e.position} reuses a "
+                        "completion saved before",
+                    )
     return _holds(DIVERGENCE_SAFEGUARD)
 
 
@@ -301,18 +361,21 @@ def complete_reuse(trace: t.Trace) -> Verdict:
                     outstanding.setdefault(key, {})[identity] = dg
         elif isinstance(e, t.Accept):
             waiting = outstanding.get(_k(e.key), {})
-            if e.identity in waiting:
-                if waiting.pop(e.identity) != e.digest:
-                    unclean.add(_k(e.key))
+            if e.identity in waiting and waiting.pop(e.identity) != e.digest:
+                unclean.add(_k(e.key))
     unclean.update(k for k, v in outstanding.items() if v)
     for s, i in repeated_tool_calls(trace):
         call = trace.events[i]
         assert isinstance(call, t.Tool)
         if _k(call.key) not in unclean:
-            return Verdict(COMPLETE_REUSE, False, (s, i),
-                           f"{call.identity} of key {key_text(call.key)} calls "
-                           f"{call.tool} again for {'>'.join(call.path)}, whose completion "
-                           "was saved before the failure")
+            return Verdict(
+                COMPLETE_REUSE,
+                False,
+                (s, i),
+                f"{call.identity} of key {key_text(call.key)} calls "
+                f"{call.tool} again for {'>'.join(call.path)}, whose completion "
+                "was saved before the failure",
+            )
     return _holds(COMPLETE_REUSE)
 
 

@@ -8,43 +8,60 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import replay_contract.model.catalogue as catalogue
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
-from replay_contract.model import catalogue
 from replay_contract.model.explore import explore
 from replay_contract.model.narrate import render
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "explore", help="run every channel-order-preserving re-delivery of a scenario",
+        "explore",
+        help="run every channel-order-preserving re-delivery of a scenario",
         description="Run every channel-order-preserving interleaving of the deliveries "
         "after each restore (and, with --crash-points, a crash after every effect of "
         "every delivery), check every property, and write the first run that breaks "
-        "each property as a scenario file.")
+        "each property as a scenario file.",
+    )
     p.add_argument("scenario", help="a scenario file, or a built-in scenario name")
     add_contract_options(p)
-    p.add_argument("--crash-points", action="store_true",
-                   help="also crash after every effect of every delivery")
+    p.add_argument(
+        "--crash-points",
+        action="store_true",
+        help="also crash after every effect of every delivery",
+    )
     p.add_argument("--limit", type=int, default=200_000, help="at most this many runs")
-    p.add_argument("--out", type=Path, default=Path("out/explore"),
-                   help="folder for the scenario files of violations (default out/explore)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/explore"),
+        help="folder for the scenario files of violations (default out/explore)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
-    results = []
+    results: list[dict[str, Any]] = []
     for contract in chosen_contracts(args):
         print(f"exploring {scenario.name} under {contract.name} ...", file=sys.stderr)
         e = explore(scenario, contract, args.crash_points, args.limit)
         findings = []
         for f in e.findings:
             path = f.scenario.write(args.out / f"{f.scenario.name}.json")
-            findings.append({"property": f.property, "explanation": f.explanation,
-                             "scenario_file": str(path)})
-        results.append({"scenario": scenario.name, "contract": contract.name,
-                        "runs": e.runs, "complete": e.complete, "violations": findings})
+            findings.append(
+                {"property": f.property, "explanation": f.explanation, "scenario_file": str(path)}
+            )
+        results.append(
+            {
+                "scenario": scenario.name,
+                "contract": contract.name,
+                "runs": e.runs,
+                "complete": e.complete,
+                "violations": findings,
+            }
+        )
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

@@ -6,13 +6,16 @@ import argparse
 import json
 from typing import Any
 
-from replay_contract.model import catalogue
+import replay_contract.model.catalogue as catalogue
 from replay_contract.model.narrate import render
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("scenarios", help="list the built-in scenarios, or show one",
-                       description="List the built-in scenarios, or show one as JSON.")
+    p = sub.add_parser(
+        "scenarios",
+        help="list the built-in scenarios, or show one",
+        description="List the built-in scenarios, or show one as JSON.",
+    )
     p.add_argument("name", nargs="?", help="a built-in scenario to show")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -25,11 +28,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     scenarios = catalogue.all_builtin()
     if args.json:
-        print(json.dumps([{"name": s.name, "description": s.description} for s in scenarios],
-                         indent=2))
+        print(
+            json.dumps(
+                [{"name": s.name, "description": s.description} for s in scenarios], indent=2
+            )
+        )
         return 0
-    print(render(("scenario", "description"),
-                 ((s.name, _first_sentence(s.description)) for s in scenarios)))
+    print(
+        render(
+            ("scenario", "description"),
+            ((s.name, _first_sentence(s.description)) for s in scenarios),
+        )
+    )
     print("\nShow one with: replay-contract scenarios NAME")
     return 0
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import replay_contract.model.catalogue as catalogue
 from replay_contract.cli import CommandError
-from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract, contract_from_json, contracts
 from replay_contract.model.narrate import render, table
 from replay_contract.model.run import Run, simulate
@@ -17,10 +17,12 @@ from replay_contract.spec.properties import check_all
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "simulate", help="run a scenario through the reference model",
+        "simulate",
+        help="run a scenario through the reference model",
         description="Run a scenario (a file or a built-in name) through the reference "
         "model under one contract or all of them, and show what was reused, what ran "
-        "again and which properties broke.")
+        "again and which properties broke.",
+    )
     p.add_argument("scenario", help="a scenario file, or a built-in scenario name")
     add_contract_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -28,10 +30,17 @@ def register(sub: Any) -> None:
 
 
 def add_contract_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--contract", default="all",
-                   help="a contract name, a comma-separated list, or 'all' (default)")
-    p.add_argument("--contract-file", type=Path, metavar="FILE",
-                   help="a proposed contract as JSON ({\"based_on\": \"ordered\", ...})")
+    p.add_argument(
+        "--contract",
+        default="all",
+        help="a contract name, a comma-separated list, or 'all' (default)",
+    )
+    p.add_argument(
+        "--contract-file",
+        type=Path,
+        metavar="FILE",
+        help='a proposed contract as JSON ({"based_on": "ordered", ...})',
+    )
 
 
 def chosen_contracts(args: argparse.Namespace) -> list[Contract]:
@@ -41,8 +50,10 @@ def chosen_contracts(args: argparse.Namespace) -> list[Contract]:
         except OSError as exc:
             raise CommandError(f"{args.contract_file}: cannot read ({exc.strerror})") from None
         except json.JSONDecodeError as exc:
-            raise CommandError(f"{args.contract_file}: line {exc.lineno} column "
-                               f"{exc.colno}: invalid JSON ({exc.msg})") from None
+            raise CommandError(
+                f"{args.contract_file}: line {exc.lineno} column "
+                f"{exc.colno}: invalid JSON ({exc.msg})"
+            ) from None
         return [contract_from_json(data, str(args.contract_file))]
     return contracts(args.contract)
 
@@ -52,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
     runs = [simulate(scenario, c) for c in chosen_contracts(args)]
     if args.json:
         summaries = [r.summary() for r in runs]
-        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2,
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                summaries[0] if len(summaries) == 1 else summaries, indent=2, ensure_ascii=False
+            )
+        )
         return 0
     print(f"{scenario.name}: {scenario.description}\n")
     print(comparison(runs))
@@ -68,10 +82,19 @@ def comparison(runs: list[Run]) -> str:
     rows = []
     for r in runs:
         s = r.summary()
-        rows.append((r.contract.name, str(s["tool_calls"]), str(s["repeated_tool_calls"]),
-                     str(s["reused"]), str(s["waited"]), ", ".join(s["violations"]) or "none"))
-    return render(("contract", "tool calls", "repeated", "reused", "waited",
-                   "properties broken"), rows)
+        rows.append(
+            (
+                r.contract.name,
+                str(s["tool_calls"]),
+                str(s["repeated_tool_calls"]),
+                str(s["reused"]),
+                str(s["waited"]),
+                ", ".join(s["violations"]) or "none",
+            )
+        )
+    return render(
+        ("contract", "tool calls", "repeated", "reused", "waited", "properties broken"), rows
+    )
 
 
 def detail(r: Run) -> str:

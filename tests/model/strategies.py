@@ -3,23 +3,34 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-
 from replay_contract.model.agent import Action, Agent
 from replay_contract.model.topology import Channel, Record, Replay, Topology
 
 AGENTS = {
-    "stateful": Agent((Action("respond", reads=("notes",), writes=("notes",), tools=("llm",),
-                              output=True),)),
-    "chain": Agent((
-        Action("answer", reads=("choice",), writes=("answer",), tools=("llm",), output=True,
-               emits=("answered",)),
-        Action("record", trigger="answered", writes=("choice",), tools=("classify",)),
-    )),
-    "two-actions": Agent((
-        Action("plan", reads=("plan",), writes=("plan",), tools=("llm",)),
-        Action("act", reads=("plan", "log"), writes=("log",), tools=("search", "mail"),
-               output=True),
-    )),
+    "stateful": Agent(
+        (Action("respond", reads=("notes",), writes=("notes",), tools=("llm",), output=True),)
+    ),
+    "chain": Agent(
+        (
+            Action(
+                "answer",
+                reads=("choice",),
+                writes=("answer",),
+                tools=("llm",),
+                output=True,
+                emits=("answered",),
+            ),
+            Action("record", trigger="answered", writes=("choice",), tools=("classify",)),
+        )
+    ),
+    "two-actions": Agent(
+        (
+            Action("plan", reads=("plan",), writes=("plan",), tools=("llm",)),
+            Action(
+                "act", reads=("plan", "log"), writes=("log",), tools=("search", "mail"), output=True
+            ),
+        )
+    ),
     "stateless": Agent((Action("echo", tools=("llm",), output=True),)),
 }
 
@@ -29,7 +40,7 @@ KEYS = ("K", "J", 1, "1", "")
 
 @st.composite
 def topologies(draw: st.DrawFn, max_channels: int = 3, max_records: int = 6) -> Topology:
-    n_channels = draw(st.sampled_from([2, 2, 3, 1][:max_channels + 1]))
+    n_channels = draw(st.sampled_from([2, 2, 3, 1][: max_channels + 1]))
     n_keys = draw(st.sampled_from([1, 1, 2]))
     keys = draw(st.lists(st.sampled_from(KEYS), min_size=n_keys, max_size=n_keys, unique=True))
     total = draw(st.integers(min(3, max_records), max_records))
@@ -43,10 +54,19 @@ def topologies(draw: st.DrawFn, max_channels: int = 3, max_records: int = 6) -> 
             counter += 1
             replay = None
             if not replayable:
-                replay = draw(st.sampled_from([None, Replay(lost=True),
-                                               Replay(payload=f"changed-{counter}")]))
-            records.append(Record(f"R{counter}", draw(st.sampled_from(keys)), f"p{counter}",
-                                  f"u{c + 1}", offset, replay))
+                replay = draw(
+                    st.sampled_from([None, Replay(lost=True), Replay(payload=f"changed-{counter}")])
+                )
+            records.append(
+                Record(
+                    f"R{counter}",
+                    draw(st.sampled_from(keys)),
+                    f"p{counter}",
+                    f"u{c + 1}",
+                    offset,
+                    replay,
+                )
+            )
         channels.append(Channel(f"u{c + 1}", tuple(records), replayable))
     return Topology(tuple(channels))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from replay_contract.model.catalogue import all_builtin, builtin, names
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
 from replay_contract.model.explore import explore
@@ -40,8 +39,9 @@ def test_reversed_interleaving_under_stable_id_reuses_stale_results() -> None:
 
 
 def test_no_divergence_check_masks_a_genuine_divergence() -> None:
-    assert "divergence-safeguard" in summary("genuine-divergence",
-                                             "no-divergence-check")["violations"]
+    assert (
+        "divergence-safeguard" in summary("genuine-divergence", "no-divergence-check")["violations"]
+    )
     assert summary("genuine-divergence", "seqnum")["violations"] == []
 
 
@@ -100,8 +100,9 @@ def test_seqnum_loses_complete_reuse_in_the_explored_space() -> None:
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_every_mutant_of_ordered_is_caught_by_the_catalogue(mutant: str) -> None:
-    broken = {p for s in all_builtin() for p in simulate(s, MUTANTS[mutant]).summary()[
-        "violations"]}
+    broken = {
+        p for s in all_builtin() for p in simulate(s, MUTANTS[mutant]).summary()["violations"]
+    }
     assert broken, f"{mutant} breaks no property on any built-in scenario"
 
 

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-
-from replay_contract.cli import main
 from replay_contract.model.catalogue import builtin
 from replay_contract.model.errors import ScenarioError
 from replay_contract.model.scenario import from_json, loads
+
+from replay_contract.cli import main
 
 
 def base() -> dict:
@@ -53,8 +53,9 @@ def test_deliver_while_the_operator_is_down_is_refused() -> None:
 def test_restore_while_running_is_refused() -> None:
     data = base()
     data["schedule"].insert(0, {"step": "restore"})
-    assert refuse(data) == ("s.json: schedule[0]: restore: the operator is running "
-                            "(crash it first)")
+    assert refuse(data) == (
+        "s.json: schedule[0]: restore: the operator is running (crash it first)"
+    )
 
 
 def test_schedule_ending_down_is_refused() -> None:
@@ -66,13 +67,19 @@ def test_schedule_ending_down_is_refused() -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda d: d["channels"][0]["records"][0].update(key=1.5),
-         "channels[0].records[0].key: expected a string or an integer"),
-        (lambda d: d["channels"][0]["records"][0].update(paylod=1),
-         "channels[0].records[0]: unknown field 'paylod'"),
+        (
+            lambda d: d["channels"][0]["records"][0].update(key=1.5),
+            "channels[0].records[0].key: expected a string or an integer",
+        ),
+        (
+            lambda d: d["channels"][0]["records"][0].update(paylod=1),
+            "channels[0].records[0]: unknown field 'paylod'",
+        ),
         (lambda d: d["channels"][1]["records"][0].update(id="A"), "record id 'A' appears twice"),
-        (lambda d: d["channels"][0]["records"][0].update(replay="lost"),
-         "only a channel that is not replayable"),
+        (
+            lambda d: d["channels"][0]["records"][0].update(replay="lost"),
+            "only a channel that is not replayable",
+        ),
         (lambda d: d["agent"]["actions"][0].update(trigger="nobody"), "no action emits 'nobody'"),
         (lambda d: d["schedule"][0].update(step="jump"), "schedule[0].step: unknown step 'jump'"),
         (lambda d: d["schedule"][4].update(crash_after=1), "crash_after is for deliver"),

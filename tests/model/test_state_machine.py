@@ -7,10 +7,12 @@ must agree on which steps can happen.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
 from replay_contract.model import operator as op
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import ORDERED, SEQNUM, Contract
@@ -83,12 +85,12 @@ class ModelMachine(RuleBasedStateMachine):
     @rule()
     def refused_step_changes_nothing(self) -> None:
         for world in self.worlds.values():
-            before = world
-            try:
-                (op.restore if world.operator.up else op.checkpoint)(world)
-            except ScenarioError:
-                pass
-            assert world == before
+            before = copy.deepcopy(world)
+            refused = op.restore if world.operator.up else op.checkpoint
+            with contextlib.suppress(ScenarioError):
+                refused(world)
+                raise AssertionError(f"{refused.__name__} was not refused")
+            assert world == before  # nothing was changed in place
 
     @invariant()
     def prefix_properties_hold(self) -> None:
@@ -112,6 +114,9 @@ class ModelMachine(RuleBasedStateMachine):
 
 
 ModelMachine.TestCase.settings = settings(
-    max_examples=200, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    max_examples=200,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 TestModel = ModelMachine.TestCase
