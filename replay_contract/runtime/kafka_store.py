@@ -69,6 +69,9 @@ class KafkaStore:
         self._end: int | None = None
         self._broken: str | None = None
         self._closed = False
+        # The idempotent producer needs a producer id before its first write; asking for
+        # it now lets that round trip overlap with whatever the runtime does first.
+        self._producer_client()
 
     # -- clients --------------------------------------------------------------------------
 
@@ -167,7 +170,7 @@ class KafkaStore:
                     raise self._fail(f"kafka at {self.bootstrap}: reading topic {self.topic} "
                                      f"partition {self.partition} from offset {marker} did "
                                      f"not reach offset {high} within {self.timeout:.0f} s")
-                batch = consumer.consume(num_messages=2000, timeout=0.5)
+                batch = consumer.consume(num_messages=5000, timeout=0.05)
                 if batch:
                     self.stats.round_trips += 1
                 if self._take(batch, found, high):

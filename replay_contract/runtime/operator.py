@@ -32,10 +32,11 @@ from replay_contract.model.store import Completion, Entry, Invalidation, OrderEn
 from replay_contract.model.topology import Key, Record, Topology
 
 from .state import CheckpointStorage, KeyState, Snapshot
-from .store import ActionStateStore, Backend, Namespace, StoreError
+from .store import ActionStateStore, Backend, Namespace, StoreError, StoreStats
 from .view import KeyName, LiveView, key_name
 
-#: Every named contract and mutant; any other :class:`Contract` value runs as well.
+#: Every named contract and mutant; any other :class:`Contract` value runs as well (claim
+#: its name with ``RuntimeOperator(..., claims=...)``).
 CLAIMED = (*CONTRACTS, *MUTANTS)
 
 
@@ -46,8 +47,9 @@ class OperatorError(StoreError):
 class RuntimeOperator:
     """The keyed operator over an action state store (see the module docstring)."""
 
-    def __init__(self, backend: Backend, *, keep_namespaces: bool = False) -> None:
-        self.capabilities = Capabilities(contracts=CLAIMED, crash_points=True,
+    def __init__(self, backend: Backend, *, keep_namespaces: bool = False,
+                 claims: tuple[str, ...] = CLAIMED) -> None:
+        self.capabilities = Capabilities(contracts=claims, crash_points=True,
                                          non_replayable=True, rescaling=False)
         self.backend = backend
         self.keep_namespaces = keep_namespaces
@@ -57,6 +59,7 @@ class RuntimeOperator:
         self._contract: Contract | None = None
         self._env: Environment | None = None
         self._checkpoints = CheckpointStorage()
+        self._closed_stats = StoreStats()
         # in-memory state, all of it lost on a crash
         self._store: ActionStateStore | None = None
         self._keys: dict[KeyName, KeyState] = {}
@@ -116,12 +119,23 @@ class RuntimeOperator:
                 namespace.drop()
         self._namespaces.clear()
 
+    @property
+    def stats(self) -> StoreStats:
+        """What every store client of this runtime did so far, the current one included
+        (for measurements; not part of the checkpointed state)."""
+        total = StoreStats()
+        total.add(self._closed_stats)
+        if self._store is not None:
+            total.add(self._store.stats)
+        return total
+
     # -- state ----------------------------------------------------------------------------
 
     def _lose(self) -> None:
         """A crash: every piece of in-memory state goes, the store client too."""
         store, self._store = self._store, None
         if store is not None:
+            self._closed_stats.add(store.stats)
             store.close()
         self._keys, self._view, self._volatile = {}, LiveView(), []
         self._marker = self._number = 0
