@@ -187,11 +187,11 @@ def gen_catalogue_list(root: Path) -> str:
 
 def _cell(summary: dict[str, Any]) -> str:
     text = (
-        f"{summary['tool_calls']} calls, {summary['repeated_tool_calls']} repeated, "
+        f"{summary['repeated_tool_calls']}/{summary['tool_calls']} repeated, "
         f"{summary['reused']} reused"
     )
     broke = summary["violations"]
-    return text + ("; **breaks** " + ", ".join(broke) if broke else "")
+    return text + ("<br>**breaks** " + ", ".join(broke) if broke else "")
 
 
 def gen_catalogue_matrix(root: Path) -> str:
@@ -256,7 +256,8 @@ def _label(text: str) -> str:
 
 
 def sequence_diagram(run: Run) -> str:
-    """A Mermaid sequence diagram of a run, one arrow or note per trace event."""
+    """A Mermaid sequence diagram of a run, one arrow or note per trace event; what
+    happens after a restore is shaded."""
     channels = [c.name for c in run.scenario.topology.channels]
     ids = {name: f"U{i}" for i, name in enumerate(channels)}
     keys = ", ".join(key_text(k) for k in run.scenario.topology.keys)
@@ -268,6 +269,7 @@ def sequence_diagram(run: Run) -> str:
         "    participant T as tools",
     ]
     span = f"{ids[channels[0]]},T"
+    recovering = False  # after a restore, the recovery is shaded
     for e in run.world.events:
         if isinstance(e, t.Deliver):
             lines.append(f"    {ids[e.channel]}->>Op: {_label(e.identity)}")
@@ -297,7 +299,13 @@ def sequence_diagram(run: Run) -> str:
         elif isinstance(e, t.Crash):
             lines.append(f"    Note over {span}: crash")
         elif isinstance(e, t.Restore):
+            if recovering:
+                lines.append("    end")
             lines.append(f"    Note over {span}: restore checkpoint {e.checkpoint}")
+            lines.append("    rect rgba(255, 196, 0, 0.12)")
+            recovering = True
+    if recovering:
+        lines.append("    end")
     return "\n".join(lines) + "\n"
 
 
@@ -360,7 +368,8 @@ def load_manifest(root: Path) -> list[Verdict] | None:
 def _catalogue_breaks(prop: str) -> dict[str, tuple[Scenario, Run] | None]:
     """Per contract: the first built-in scenario that breaks ``prop``, if any."""
     found: dict[str, tuple[Scenario, Run] | None] = {}
-    scenarios = all_builtin()
+    # The worked example first: it is the counterexample the contract page explains.
+    scenarios = sorted(all_builtin(), key=lambda s: s.name != "reversed-interleaving")
     for c in CONTRACTS.values():
         found[c.name] = None
         for scenario in scenarios:
@@ -461,7 +470,14 @@ def gen_verdict_matrix(root: Path) -> str:
                 )
                 cells.append("broken" if broken else "holds")
         rows.append([f"[`{prop}`](#{prop})", *cells])
-    return md_table(["property", *(f"`{c}`" for c in CONTRACTS)], rows)
+    table = md_table(["property", *(f"`{c}`" for c in CONTRACTS)], rows)
+    if manifest is None:
+        return (
+            "On the built-in scenarios, simulated when this site was built (the bounded "
+            "proofs of `verify` are not published yet): *broken* means some built-in "
+            "scenario breaks the property, *holds* only that none does.\n\n" + table
+        )
+    return "Verdicts of `replay-contract verify` at the bounds of the manifest.\n\n" + table
 
 
 # -- the command line -------------------------------------------------------------------
@@ -513,16 +529,18 @@ def available_commands() -> list[str]:
 
 
 def run_command(argv: Sequence[str]) -> tuple[int, str]:
-    """Run ``replay-contract ARGV`` in this process; its status and what it printed."""
+    """Run ``replay-contract ARGV`` in this process; its status and what it printed:
+    its standard output, or its standard error when it printed nothing else (progress
+    lines on standard error are left out)."""
     from replay_contract.cli import main
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             status = main(list(argv))
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else 1
-    return status, out.getvalue()
+    return status, out.getvalue() or err.getvalue()
 
 
 def gen_command(root: Path, run: str, status: str = "0", cwd: str = ".") -> str:

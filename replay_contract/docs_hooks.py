@@ -2,7 +2,6 @@
 
 - ``on_page_markdown`` expands the ``<!-- gen: ... -->`` markers of every page with
   :func:`replay_contract.docs_gen.expand_markers`.
-- ``on_config`` lays the package out for mkdocstrings (:func:`api_source_tree`).
 - ``on_files`` adds the Mermaid runtime to the site (:func:`mermaid_js`) so that the
   diagrams render without a CDN, and a stand-in page for the process protocol while
   ``docs/protocol.md`` does not exist yet.
@@ -24,11 +23,8 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
-
-from mkdocs.plugins import event_priority
 
 from replay_contract.docs_gen import GenerationError, expand_markers
 
@@ -42,8 +38,6 @@ MERMAID_INTEGRITY = (
 #: Where the runtime sits in the built site (``extra_javascript`` names it).
 MERMAID_URI = "assets/javascripts/mermaid.min.js"
 MERMAID_LICENSE_URI = "assets/javascripts/mermaid.LICENSE.txt"
-#: Where :func:`api_source_tree` lays the package out (``paths`` of mkdocstrings).
-API_SOURCE_TREE = Path("build") / "docs-api-src"
 
 PROTOCOL_STAND_IN = """# The process protocol
 
@@ -115,37 +109,7 @@ def mermaid_js() -> tuple[Path, Path | None]:
     return script, licence
 
 
-def api_source_tree(root: Path) -> Path:
-    """A folder where the package is laid out as it installs, for static analysis.
-
-    ``model/``, ``spec/`` and ``conformance/`` install as subpackages of
-    ``replay_contract`` through the ``package-dir`` mapping of ``pyproject.toml``, which
-    mkdocstrings cannot follow; this tree of symbolic links follows it.
-    """
-    mapping = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-dir"
-    ]
-    tree = root / API_SOURCE_TREE
-    shutil.rmtree(tree, ignore_errors=True)
-    top = tree / "replay_contract"
-    top.mkdir(parents=True)
-    for child in (root / mapping["replay_contract"]).iterdir():
-        if child.name != "__pycache__":
-            (top / child.name).symlink_to(child.resolve())
-    for package, folder in mapping.items():
-        if package.startswith("replay_contract."):
-            link = top / package.removeprefix("replay_contract.").replace(".", "/")
-            link.symlink_to((root / folder).resolve(), target_is_directory=True)
-    return tree
-
-
 # -- mkdocs events ----------------------------------------------------------------------
-
-
-@event_priority(100)  # before mkdocstrings reads its search paths
-def on_config(config: Any) -> Any:
-    api_source_tree(_root(config))
-    return config
 
 
 def _root(config: Any) -> Path:

@@ -1,0 +1,259 @@
+"""Check a built documentation site in a real headless browser (Debian's chromium).
+
+    python tests/docs/browser_check.py SITE_DIR [--shots DIR]
+
+It serves SITE_DIR on 127.0.0.1 and checks that:
+
+- every internal link and asset of every page resolves: the file exists and, for a
+  link with a fragment, the target page has an element with that id;
+- every Mermaid diagram renders into an SVG in chromium. mkdocs-material renders each
+  diagram into a closed shadow root, which ``--dump-dom`` cannot show; the check
+  therefore loads a copy of each page in which ``attachShadow`` returns the element
+  itself, so the SVG that Mermaid produced lands in the dumped DOM;
+- the contract page and the properties page render: it takes screenshots of them
+  (and of the contract page's first diagram) into the ``--shots`` folder.
+
+Exit status 0 when everything holds, 1 with one line per problem otherwise, 2 when
+chromium is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import html.parser
+import http.server
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+#: Pages whose screenshots the check takes, with the window height for each.
+SCREENSHOTS = {"contract": ("contract/", 2400), "properties": ("properties/", 2400)}
+#: Replaces the closed shadow root that mkdocs-material renders a diagram into.
+PROBE = "<script>Element.prototype.attachShadow = function () { return this; };</script>"
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+# -- links ------------------------------------------------------------------------------
+
+
+class _Page(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+        self.mermaid = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        if a.get("name") and tag == "a":
+            self.ids.add(str(a["name"]))
+        for attr in ("href", "src"):
+            value = a.get(attr)
+            if value and not (tag == "link" and a.get("rel") in ("canonical", "alternate")):
+                self.links.append(value)
+        if tag == "pre" and "mermaid" in (a.get("class") or "").split():
+            self.mermaid += 1
+
+
+@functools.cache
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(errors="replace"))
+    return page
+
+
+def _target(site: Path, page: Path, link: str) -> tuple[Path, str] | None:
+    """The file and fragment an internal link points at; None for an external one."""
+    parts = urllib.parse.urlsplit(link)
+    if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:", "data:")):
+        return None
+    path = urllib.parse.unquote(parts.path)
+    if path.startswith("/"):
+        target = site / path.lstrip("/")
+    elif path:
+        target = (page.parent / path).resolve()
+    else:
+        target = page
+    if target.is_dir() or path.endswith("/"):
+        target = target / "index.html"
+    return target, urllib.parse.unquote(parts.fragment)
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every internal link or asset of every page that does not resolve."""
+    site = site.resolve()
+    problems = []
+    for page in sorted(site.rglob("*.html")):
+        for link in _parse(page).links:
+            found = _target(site, page, link)
+            if found is None:
+                continue
+            target, fragment = found
+            where = f"{page.relative_to(site)}: {link}"
+            if not target.is_relative_to(site) or not target.exists():
+                problems.append(f"{where}: no such file")
+            elif fragment and target.suffix == ".html" and fragment not in _parse(target).ids:
+                problems.append(f"{where}: no element with id {fragment!r}")
+    return problems
+
+
+def pages_with_diagrams(site: Path) -> dict[str, int]:
+    """Site-relative URL of each page with Mermaid diagrams, and how many it has."""
+    out = {}
+    for page in sorted(site.rglob("*.html")):
+        count = _parse(page).mermaid
+        if count:
+            rel = page.relative_to(site).as_posix()
+            out[rel.removesuffix("index.html")] = count
+    return out
+
+
+# -- the browser ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """Serve a folder on 127.0.0.1 (a free port) for the duration of the block."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _browse(browser: str, url: str, *args: str, budget_ms: int = 10000) -> str:
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        done = subprocess.run(
+            [
+                browser,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                f"--virtual-time-budget={budget_ms}",
+                *args,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"chromium exited {done.returncode} on {url}: {done.stderr[-500:]}")
+    return done.stdout
+
+
+def dump_dom(browser: str, url: str) -> str:
+    return _browse(browser, url, "--dump-dom")
+
+
+def screenshot(browser: str, url: str, out: Path, height: int) -> Path:
+    _browse(browser, url, f"--window-size=1280,{height}", f"--screenshot={out}")
+    if not out.exists() or out.stat().st_size < 20_000:
+        raise RuntimeError(f"the screenshot of {url} is missing or blank")
+    return out
+
+
+def _probe_copy(site: Path, folder: Path) -> None:
+    """A copy of the site in which diagrams render into the light DOM."""
+    shutil.copytree(site, folder, dirs_exist_ok=True)
+    for page in folder.rglob("*.html"):
+        text = page.read_text()
+        page.write_text(text.replace("<head>", "<head>" + PROBE, 1))
+
+
+_SVG = re.compile(r'<div class="mermaid"[^>]*>\s*<svg[^>]*aria-roledescription="sequence"')
+
+
+def diagram_problems(browser: str, site: Path) -> list[str]:
+    """Pages whose Mermaid diagrams did not all render into a sequence-diagram SVG."""
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="site-probe-") as tmp:
+        probe = Path(tmp)
+        _probe_copy(site, probe)
+        with serve(probe) as base:
+            for rel, expected in pages_with_diagrams(site).items():
+                dom = dump_dom(browser, base + rel)
+                rendered = len(_SVG.findall(dom))
+                left = dom.count('<pre class="mermaid"')
+                if rendered != expected or left:
+                    problems.append(
+                        f"{rel or 'index'}: {rendered} of {expected} Mermaid diagrams rendered "
+                        f"to SVG, {left} left unrendered"
+                    )
+    return problems
+
+
+def check(site: Path, shots: Path | None) -> list[str]:
+    browser = chromium()
+    if browser is None:
+        raise FileNotFoundError("chromium is not installed (apt-get install -y chromium)")
+    problems = broken_links(site)
+    if not pages_with_diagrams(site):
+        problems.append("no page has a Mermaid diagram")
+    problems += diagram_problems(browser, site)
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+        with serve(site) as base:
+            for name, (rel, height) in SCREENSHOTS.items():
+                screenshot(browser, base + rel, shots / f"{name}.png", height)
+            # The first diagram of the contract page, taken from a window tall enough
+            # to reach it (a fragment URL does not scroll a headless screenshot).
+            screenshot(browser, base + "contract/", shots / "contract-full.png", 12000)
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("site", type=Path, help="the built site (mkdocs build -d SITE)")
+    parser.add_argument("--shots", type=Path, help="write screenshots to this folder")
+    args = parser.parse_args(argv)
+    try:
+        problems = check(args.site, args.shots)
+    except FileNotFoundError as exc:
+        print(f"browser check: {exc}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"browser check: {problem}", file=sys.stderr)
+    if not problems:
+        print("browser check: links resolve, diagrams render, screenshots taken")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""The site builds with ``mkdocs build --strict`` and its generated parts come from the
+sources."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from replay_contract.docs_gen import (
+    GenerationError,
+    available_commands,
+    docstring_markdown,
+    expand_markers,
+    sequence_diagram,
+)
+from replay_contract.model.catalogue import builtin
+from replay_contract.model.contracts import CONTRACTS
+from replay_contract.model.run import simulate
+from replay_contract.spec.properties import CHECKS, PROPERTIES
+
+from .conftest import DOCS, ROOT
+
+
+def _text(site: Path, page: str) -> str:
+    return (site / page / "index.html").read_text()
+
+
+def test_strict_build_passes(built_site: Path) -> None:
+    assert (built_site / "index.html").exists()
+    assert (built_site / "assets/javascripts/mermaid.min.js").stat().st_size > 1_000_000
+
+
+def test_every_page_is_built(built_site: Path) -> None:
+    for md in DOCS.rglob("*.md"):
+        rel = md.relative_to(DOCS).with_suffix("")
+        page = built_site / ("" if rel.name == "index" else rel) / "index.html"
+        assert page.exists(), f"{md.relative_to(ROOT)} was not built"
+    assert (built_site / "protocol/index.html").exists()
+
+
+def test_no_marker_is_left(built_site: Path) -> None:
+    for page in built_site.rglob("*.html"):
+        assert "gen:" not in re.sub(r"<pre.*?</pre>", "", page.read_text(), flags=re.S), page
+
+
+def test_contract_page_has_both_diagrams_from_the_model(built_site: Path) -> None:
+    text = _text(built_site, "contract")
+    assert text.count('<pre class="mermaid">') == 2
+    for name in ("seqnum", "ordered"):
+        run = simulate(builtin("reversed-interleaving"), CONTRACTS[name])
+        first_arrow = sequence_diagram(run).splitlines()[6].strip()
+        assert first_arrow.replace(">", "&gt;") in text
+
+
+def test_ordered_diagram_shows_the_wait_and_the_reuse() -> None:
+    diagram = sequence_diagram(simulate(builtin("reversed-interleaving"), CONTRACTS["ordered"]))
+    assert "Note over Op: B waits for A" in diagram
+    assert diagram.count("S-->>Op: reuse") == 4
+    seqnum = sequence_diagram(simulate(builtin("reversed-interleaving"), CONTRACTS["seqnum"]))
+    assert "invalidate key K from 0" in seqnum
+    assert "reuse" not in seqnum
+
+
+def test_properties_page_carries_each_definition(built_site: Path) -> None:
+    text = _text(built_site, "properties")
+    for name in PROPERTIES:
+        assert f'id="{name}"' in text
+        first_words = " ".join((CHECKS[name].__doc__ or "").split()[:4]).replace("``", "")
+        assert first_words.split()[0] in text
+
+
+def test_cli_reference_lists_every_command(built_site: Path) -> None:
+    text = _text(built_site, "reference/cli")
+    for command in available_commands():
+        assert f'id="{command}"' in text, command
+
+
+def test_api_reference_is_generated(built_site: Path) -> None:
+    text = _text(built_site, "reference/api")
+    for name in ("simulate", "Contract", "no_stale_reuse", "Implementation", "Trace"):
+        assert f'id="replay_contract.' in text and f'{name}' in text
+
+
+def test_an_unknown_marker_fails_the_build() -> None:
+    with pytest.raises(GenerationError, match="unknown generator"):
+        expand_markers("<!-- gen: no-such-table -->\n", ROOT, "page.md")
+    with pytest.raises(GenerationError, match="unknown argument"):
+        expand_markers("<!-- gen: catalogue-list colour=red -->\n", ROOT, "page.md")
+    with pytest.raises(GenerationError, match="unknown contract"):
+        expand_markers(
+            "<!-- gen: run-table scenario=reversed-interleaving contract=nope -->\n", ROOT, "p"
+        )
+
+
+def test_docstrings_become_markdown() -> None:
+    text = docstring_markdown(
+        """One ``x`` and :func:`~.run.simulate`.
+
+        ``term``
+            its meaning,
+            on two lines.
+
+        A block::
+
+            {"a": 1}
+        """
+    )
+    assert "One `x` and `simulate`." in text
+    assert "`term`\n:   its meaning, on two lines." in text
+    assert '```json\n{"a": 1}\n```' in text
