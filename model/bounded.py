@@ -41,12 +41,15 @@ from .topology import Channel, Record, Replay, Topology
 #: follow-up event, a second action records a new value there; the second reads
 #: nothing, so a read-set lookup can reuse it whatever came before.
 AGENTS: dict[str, Agent] = {
-    "stateful": Agent((Action("respond", reads=("notes",), writes=("notes",),
-                              tools=("llm",), output=True),)),
-    "chain": Agent((Action("answer", reads=("notes",), tools=("llm",), output=True,
-                           emits=("answered",)),
-                    Action("record", trigger="answered", writes=("notes",),
-                           tools=("classify",)))),
+    "stateful": Agent(
+        (Action("respond", reads=("notes",), writes=("notes",), tools=("llm",), output=True),)
+    ),
+    "chain": Agent(
+        (
+            Action("answer", reads=("notes",), tools=("llm",), output=True, emits=("answered",)),
+            Action("record", trigger="answered", writes=("notes",), tools=("classify",)),
+        )
+    ),
 }
 
 Mode = Literal["same", "lost", "changed"]
@@ -82,8 +85,9 @@ class Shape:
         return len(self.channel)
 
     def replayable(self, channel: int) -> bool:
-        return all(m == "same" for c, m in zip(self.channel, self.mode, strict=True)
-                   if c == channel)
+        return all(
+            m == "same" for c, m in zip(self.channel, self.mode, strict=True) if c == channel
+        )
 
     def topology(self) -> Topology:
         channels = []
@@ -92,18 +96,32 @@ class Shape:
             for r in (i for i, ch in enumerate(self.channel) if ch == c):
                 name = record_name(r)
                 mode = self.mode[r]
-                replay = None if mode == "same" else (
-                    Replay(lost=True) if mode == "lost"
-                    else Replay(payload=f"{name.lower()}-changed"))
-                records.append(Record(name, key_name(self.key[r]), f"{name.lower()}-payload",
-                                      channel_name(c), len(records), replay))
+                replay = (
+                    None
+                    if mode == "same"
+                    else (
+                        Replay(lost=True)
+                        if mode == "lost"
+                        else Replay(payload=f"{name.lower()}-changed")
+                    )
+                )
+                records.append(
+                    Record(
+                        name,
+                        key_name(self.key[r]),
+                        f"{name.lower()}-payload",
+                        channel_name(c),
+                        len(records),
+                        replay,
+                    )
+                )
             channels.append(Channel(channel_name(c), tuple(records), self.replayable(c)))
         return Topology(tuple(channels))
 
-    def scenario(self, schedule: Sequence[Step], name: str = "bounded",
-                 description: str = "") -> Scenario:
-        return Scenario(name, AGENTS[self.agent], self.topology(), tuple(schedule),
-                        description)
+    def scenario(
+        self, schedule: Sequence[Step], name: str = "bounded", description: str = ""
+    ) -> Scenario:
+        return Scenario(name, AGENTS[self.agent], self.topology(), tuple(schedule), description)
 
 
 class BoundLike(Protocol):
@@ -123,12 +141,14 @@ class BoundLike(Protocol):
 
 def growth(length: int, most: int) -> Iterator[tuple[int, ...]]:
     """Restricted growth strings: labels in order of first appearance, at most ``most``."""
+
     def extend(prefix: tuple[int, ...], top: int) -> Iterator[tuple[int, ...]]:
         if len(prefix) == length:
             yield prefix
             return
         for label in range(min(top + 2, most)):
             yield from extend((*prefix, label), max(top, label))
+
     if length == 0:
         yield ()
         return
@@ -168,7 +188,7 @@ class Node:
 
 
 def _effects(before: op.World, after: op.World) -> int:
-    return sum(t.is_effect(e) for e in after.events[len(before.events):])
+    return sum(t.is_effect(e) for e in after.events[len(before.events) :])
 
 
 def _delivered(world: op.World) -> int:
@@ -205,8 +225,7 @@ def _with_cuts(node: Node, step: Step, bound: BoundLike) -> Iterator[Node]:
     if node.crashes < bound.crashes:
         for n in range(_effects(node.world, whole) + 1):
             cut = Step(step.kind, step.record, n)
-            yield Node(apply(node.world, cut), (*node.steps, cut), node.crashes + 1,
-                       node.reached)
+            yield Node(apply(node.world, cut), (*node.steps, cut), node.crashes + 1, node.reached)
 
 
 def moves(node: Node, index: dict[str, int], bound: BoundLike) -> Iterator[Node]:
@@ -218,12 +237,17 @@ def moves(node: Node, index: dict[str, int], bound: BoundLike) -> Iterator[Node]
     for checkpoint in (False, True):
         start = node
         if checkpoint:
-            start = Node(op.checkpoint(world), (*node.steps, Step("checkpoint")),
-                         node.crashes, node.reached)
+            start = Node(
+                op.checkpoint(world), (*node.steps, Step("checkpoint")), node.crashes, node.reached
+            )
         yield from _main_steps(start, index, bound)
         if start.crashes < bound.crashes:
-            crashed = Node(op.crash(start.world), (*start.steps, Step("crash")),
-                           start.crashes + 1, start.reached)
+            crashed = Node(
+                op.crash(start.world),
+                (*start.steps, Step("crash")),
+                start.crashes + 1,
+                start.reached,
+            )
             yield from _main_steps(crashed, index, bound)
 
 
@@ -274,8 +298,9 @@ class Exploration:
         return "counterexample" if prop in self.findings else "proved"
 
 
-def explore(bound: BoundLike, contract: Contract,
-            progress: Callable[[int, int], None] | None = None) -> Exploration:
+def explore(
+    bound: BoundLike, contract: Contract, progress: Callable[[int, int], None] | None = None
+) -> Exploration:
     """Run every scenario of the bound through the model and check every property."""
     import time
 
@@ -300,8 +325,10 @@ def explore(bound: BoundLike, contract: Contract,
                     findings[verdict.property] = Found(
                         verdict.property,
                         shape.scenario(steps, f"explored-{contract.name}-{verdict.property}"),
-                        verdict.explanation)
+                        verdict.explanation,
+                    )
         if progress is not None:
             progress(shapes_seen, count)
-    return Exploration(contract.name, count, shapes_seen, findings, frozenset(reached),
-                       time.monotonic() - started)
+    return Exploration(
+        contract.name, count, shapes_seen, findings, frozenset(reached), time.monotonic() - started
+    )

@@ -1,0 +1,78 @@
+"""The bound of a proof: how many inputs, channels, keys, crashes and replay changes.
+
+A bound is written ``inputs=6,channels=2,keys=2,crashes=2``; ``changes`` (how many
+records a non-replayable channel may lose or change on re-delivery, default 1) and
+``agents`` (which agents of :data:`replay_contract.model.bounded.AGENTS`, separated by
+``+``, default all) may be added. Missing dimensions take their default.
+"""
+
+from __future__ import annotations
+
+from attrs import evolve, frozen
+
+from replay_contract.model.bounded import AGENTS
+
+
+class BoundError(ValueError):
+    """A bound that cannot be parsed; the message is one line."""
+
+
+@frozen
+class Bound:
+    inputs: int = 6
+    channels: int = 2
+    keys: int = 2
+    crashes: int = 2
+    changes: int = 1
+    agents: tuple[str, ...] = tuple(AGENTS)
+
+    def __str__(self) -> str:
+        text = (f"inputs={self.inputs},channels={self.channels},keys={self.keys},"
+                f"crashes={self.crashes}")
+        if self.changes != 1:
+            text += f",changes={self.changes}"
+        if self.agents != tuple(AGENTS):
+            text += f",agents={'+'.join(self.agents)}"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        return {"inputs": self.inputs, "channels": self.channels, "keys": self.keys,
+                "crashes": self.crashes, "changes": self.changes,
+                "agents": list(self.agents)}
+
+
+DEFAULT = Bound()
+
+_NUMBERS = ("inputs", "channels", "keys", "crashes", "changes")
+
+
+def parse(text: str, base: Bound = DEFAULT) -> Bound:
+    """``inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b]``."""
+    bound = base
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq:
+            raise BoundError(f"bound: {part!r} is not NAME=VALUE")
+        if name == "agents":
+            agents = tuple(a.strip() for a in value.split("+") if a.strip())
+            unknown = [a for a in agents if a not in AGENTS]
+            if unknown or not agents:
+                raise BoundError(f"bound: agents: unknown agent {unknown[0] if unknown else ''!r}"
+                                 f" (known: {', '.join(AGENTS)})")
+            bound = evolve(bound, agents=agents)
+            continue
+        if name not in _NUMBERS:
+            raise BoundError(f"bound: unknown dimension {name!r} (known: "
+                             f"{', '.join((*_NUMBERS, 'agents'))})")
+        try:
+            number = int(value)
+        except ValueError:
+            raise BoundError(f"bound: {name}: expected an integer, got {value!r}") from None
+        low = 0 if name in ("crashes", "changes") else 1
+        if number < low:
+            raise BoundError(f"bound: {name}: must be at least {low}")
+        bound = evolve(bound, **{name: number})
+    return bound

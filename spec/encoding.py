@@ -1,0 +1,748 @@
+"""The bounded encoding of the keyed operator under a contract.
+
+One :class:`Machine` unrolls the operator of :mod:`replay_contract.model.operator` over a
+fixed number of *micro-steps*. The scenario is a free variable: every record's channel,
+key and replay behaviour (:class:`replay_contract.model.bounded.Shape`), and at every
+micro-step where the operator is idle, the next move of the schedule (an optional
+``checkpoint``, an optional ``crash``, then ``deliver`` of a channel's next record,
+``restore`` or ``end``, with an optional ``crash_after``). A micro-step performs at most
+one *heavy* operation: accepting an input (every action of the agent: lookup,
+invalidation on a miss, tool calls, the saved completion, outputs) or a divergence
+(invalidating the key's saved suffix). The advance loop of a waiting contract, the
+restore of each key and the end of input take as many micro-steps as they need.
+
+Every rule of the :class:`~replay_contract.model.contracts.Contract` is read from the
+contract value, never from its name, so a proposed contract is encoded the same way as
+the published ones: ``match`` picks the fields a lookup compares, ``on_miss``,
+``wait``, ``record_order``, ``give_up_after``, ``split_order``,
+``durable_invalidation`` and ``invalidation_scope`` each switch one part of the
+encoding.
+
+The store is a list of *slots*, one per durable write the operator may make; a slot is
+present when the write happened and was not cut off by a crash. A lookup considers
+every earlier slot: present, at or after the recovery marker, not voided by a later
+invalidation, same key, input, action and (by the rule ``match``) position or reads;
+the latest one wins.
+
+The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
+interpreter (the tests compare it with the model, event by event in effect); driven by
+Z3 variables it is the formula ``verify`` solves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import z3
+from attrs import define, field
+
+from replay_contract.model.bounded import AGENTS, BoundLike
+from replay_contract.model.contracts import Contract
+
+from . import logic as lg
+from .agentterms import Plan, output_term, write_term
+from .cells import Cells
+from .logic import NONE, Sym
+from .monitors import Monitors
+
+# phases of the machine
+IDLE, ADVANCE, DONE = 0, 1, 2
+# what follows the advance loop of a key
+AFTER_ARRIVAL, AFTER_RESTORE, AFTER_END, AFTER_NOTHING = 0, 1, 2, 3
+# main steps of a move
+DELIVER, RESTORE, END, NOTHING = 0, 1, 2, 3
+
+ABSENT = 10**12
+WAITING_ONLY = 10**11
+RANK = 10**6
+
+
+@define
+class Move:
+    """The environment's choice at one micro-step (used only when the machine is idle)."""
+
+    checkpoint: Sym
+    crash: Sym
+    main: Sym
+    channel: Sym
+    cut: Sym
+
+
+@define
+class Slot:
+    """One durable write the operator may make."""
+
+    index: int
+    kind: str  # "completion", "order" or "invalidation"
+    present: Sym
+    key: Sym
+    position: Sym
+    record: Sym = 0
+    version: Sym = 0
+    entry: int = -1
+    reads: tuple[Sym, ...] = ()
+    writes: dict[int, Sym] = field(factory=dict)
+    output: Sym = NONE
+    order: Sym = False
+    voided: Sym = False
+    prefix: Sym = NONE
+    time: int = -1
+
+
+@define
+class Found:
+    any: Sym
+    writes: dict[int, Sym]
+    output: Sym
+    prefix: Sym
+    reads: tuple[Sym, ...]
+    time: Sym
+
+
+@define
+class Shape:
+    """The record shape: channel, key and replay mode (0 same, 1 lost, 2 changed)."""
+
+    channel: list[Sym]
+    key: list[Sym]
+    mode: list[Sym]
+
+
+Env = Callable[[int, Sym], Move]
+
+
+class Machine:
+    def __init__(self, contract: Contract, agent: str, bound: BoundLike, shape: Shape,
+                 env: Env, steps: int) -> None:
+        self.contract = contract
+        self.plan = Plan.of(AGENTS[agent])
+        self.n, self.c, self.k, self.f = bound.inputs, bound.channels, bound.keys, \
+            bound.crashes
+        self.shape = shape
+        self.env = env
+        self.steps = steps
+        self.assumptions: list[Sym] = []
+        self.slots: list[Slot] = []
+        self.time = 0
+        self.decode: list[dict[str, Sym]] = []
+        self.reach: dict[str, Sym] = {n: False for n in
+                                      ("crash", "restore", "reuse", "wait", "invalidation")}
+        n, k = self.n, self.k
+        fields = max(len(self.plan.fields), 1)
+        op = self.op = Cells()
+        op.array("next", k, 0)
+        op.matrix("memory", k, fields, NONE)
+        op.array("waiting", n, False)
+        op.array("waiting-since", n, 0)
+        op.array("waiting-version", n, 0)
+        op.array("expected-end", k, 0)
+        op.matrix("expected", k, n, -1)
+        op.matrix("expected-version", k, n, 0)
+        op.array("diverge-at", k, -1)
+        op.array("offset", self.c, 0)
+        op.scalar("marker", 0)
+        op.array("volatile-voided", 0, False)
+        op.array("volatile-rank", k, ABSENT)
+        op.array("inserted", k, ABSENT)
+        w = self.world = Cells()
+        w.scalar("phase", IDLE)
+        w.scalar("up", True)
+        w.scalar("crashes", 0)
+        w.scalar("effects", 0)
+        w.scalar("cut", -1)
+        w.scalar("key", 0)
+        w.scalar("after", AFTER_NOTHING)
+        w.scalar("after-arg", 0)
+        w.array("high", self.c, 0)
+        w.scalar("delivered", 0)
+        w.array("order", k, 0)
+        w.array("order-in", k, False)
+        self.monitors = Monitors(self.plan, n, k, contract.basis, op, w)
+        self.saved = op.copy()
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def assume(self, cond: Sym) -> None:
+        if lg._const(cond) is not True:
+            self.assumptions.append(cond)
+
+    def tick(self) -> int:
+        self.time += 1
+        return self.time
+
+    def live(self) -> Sym:
+        w = self.world
+        return lg.or_(lg.lt(w["cut"], 0), lg.lt(w["effects"], w["cut"]))
+
+    def effect(self, happens: Sym) -> Sym:
+        """An effect (tool call or durable write) that happens under ``happens``: whether
+        it is kept (not cut off by a crash); counts it."""
+        kept = lg.and_(happens, self.live())
+        self.world.set("effects", lg.add(self.world["effects"], lg.ite(happens, 1, 0)))
+        return kept
+
+    def key_of(self, record: Sym) -> Sym:
+        return lg.select(record, self.shape.key, 0)
+
+    def channel_of(self, record: Sym) -> Sym:
+        return lg.select(record, self.shape.channel, 0)
+
+    def visible(self, s: Slot) -> Sym:
+        return lg.le(self.op["marker"], s.index)
+
+    def valid(self, s: Slot) -> Sym:
+        return lg.and_(s.present, self.visible(s), lg.not_(s.voided),
+                       lg.not_(self.op.cell("volatile-voided", s.index)))
+
+    def new_slot(self, slot: Slot) -> Slot:
+        self.slots.append(slot)
+        self.op.extend("volatile-voided", False)
+        self.saved.extend("volatile-voided", False)
+        return slot
+
+    def recovering(self, key: Sym) -> Sym:
+        op = self.op
+        waiting = lg.or_(*(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], key))
+                           for r in range(self.n)))
+        return lg.or_(lg.lt(op.at("next", key), op.at("expected-end", key)), waiting,
+                      lg.le(0, op.at("diverge-at", key)))
+
+    def insert(self, key: Sym, guard: Sym, time: int) -> None:
+        fresh = lg.and_(guard, lg.eq(self.op.at("inserted", key), ABSENT))
+        self.op.put("inserted", key, time, fresh)
+
+    # -- the store -------------------------------------------------------------------
+
+    def voids(self, s: Slot, target: Sym, position: Sym,
+              keep: tuple[Sym, Sym] | None) -> Sym:
+        """Whether an invalidation of ``target`` from ``position`` voids slot ``s``."""
+        base = lg.and_(lg.eq(s.key, target), lg.le(position, s.position))
+        if keep is None:
+            return base
+        return lg.and_(base, lg.or_(lg.lt(position, s.position), lg.ne(s.record, keep[0]),
+                                    lg.ne(s.version, keep[1])))
+
+    def voids_some(self, target: Sym, position: Sym, keep: tuple[Sym, Sym] | None) -> Sym:
+        return lg.or_(*(lg.and_(self.valid(s), self.voids(s, target, position, keep))
+                        for s in self.slots if s.kind == "completion"))
+
+    def view_ranks(self) -> list[Sym]:
+        """Per key: where it first appears in the store's view (``ABSENT`` if not)."""
+        ranks = []
+        for k in range(self.k):
+            options = [(lg.and_(s.present, self.visible(s), lg.eq(s.key, k)),
+                        (2 * s.index + 1) * RANK) for s in self.slots]
+            ranks.append(lg.minimum(options, self.op.cell("volatile-rank", k)))
+        return ranks
+
+    def ordered_keys(self, ranks: list[Sym]) -> list[tuple[Sym, Sym]]:
+        """The keys by rank: ``(key, present)`` for each place; absent ranks last."""
+        places = [lg.count([lg.lt(ranks[b], ranks[a]) for b in range(self.k) if b != a])
+                  for a in range(self.k)]
+        out = []
+        for j in range(self.k):
+            key: Sym = 0
+            present: Sym = False
+            for a in range(self.k - 1, -1, -1):
+                here = lg.and_(lg.eq(places[a], j), lg.lt(ranks[a], ABSENT))
+                key = lg.ite(here, a, key)
+                present = lg.or_(present, here)
+            out.append((key, present))
+        return out
+
+    def find(self, key: Sym, entry: int, record: Sym, version: Sym, position: Sym,
+             reads: tuple[Sym, ...]) -> Found:
+        match = self.contract.match
+        found = Found(False, dict.fromkeys(self.plan.entries[entry].writes, NONE), NONE,
+                      NONE, tuple(NONE for _ in reads), -1)
+        for s in self.slots:
+            if s.kind != "completion" or s.entry != entry:
+                continue
+            conds = [self.valid(s), lg.eq(s.key, key), lg.eq(s.record, record),
+                     lg.eq(s.version, version)]
+            if match == "position":
+                conds.append(lg.eq(s.position, position))
+            if match == "reads":
+                conds.extend(lg.eq(a, b) for a, b in zip(s.reads, reads, strict=True))
+            m = lg.and_(*conds)
+            if lg._const(m) is False:
+                continue
+            found.any = lg.or_(found.any, m)
+            found.writes = {f: lg.ite(m, s.writes[f], v) for f, v in found.writes.items()}
+            found.output = lg.ite(m, s.output, found.output)
+            found.prefix = lg.ite(m, s.prefix, found.prefix)
+            found.reads = tuple(lg.ite(m, a, b) for a, b in
+                                zip(s.reads, found.reads, strict=True))
+            found.time = lg.ite(m, s.time, found.time)
+        return found
+
+    def invalidate(self, happens: Sym, key: Sym, position: Sym,
+                   keep: tuple[Sym, Sym] | None) -> None:
+        c = self.contract
+        if lg._const(happens) is False:
+            return
+        targets = [(key, True)] if c.invalidation_scope == "key" else \
+            self.ordered_keys(self.view_ranks())
+        for target, present in targets:
+            here = lg.and_(happens, present)
+            some = self.voids_some(target, position, keep)
+            earlier = [s for s in self.slots if s.kind != "invalidation"]
+            if c.durable_invalidation:
+                kept = self.effect(here)
+                self.new_slot(Slot(len(self.slots), "invalidation", kept, target, position))
+                for s in earlier:
+                    s.voided = lg.or_(s.voided, lg.and_(kept, self.voids(s, target,
+                                                                          position, keep)))
+            else:
+                kept = lg.and_(here, self.live())
+                for s in earlier:
+                    self.op.put("volatile-voided", s.index, True,
+                                lg.and_(here, self.voids(s, target, position, keep)))
+                rank = 2 * len(self.slots) * RANK + self.tick()
+                old = self.op.at("volatile-rank", target)
+                self.op.put("volatile-rank", target, rank, lg.and_(here, lg.lt(rank, old)))
+            self.tick()
+            self.reach["invalidation"] = lg.or_(self.reach["invalidation"], kept)
+            self.monitors.invalidate(kept, key, target, some)
+
+    def order_entry(self, happens: Sym, key: Sym, position: Sym, record: Sym,
+                    version: Sym) -> None:
+        if lg._const(happens) is False:
+            return
+        kept = self.effect(happens)
+        self.new_slot(Slot(len(self.slots), "order", kept, key, position, record, version))
+        self.tick()
+
+    # -- heavy operations ------------------------------------------------------------
+
+    def accept(self, happens: Sym, record: Sym, version: Sym, recorded: Sym) -> None:
+        if lg._const(happens) is False:
+            return
+        c, op = self.contract, self.op
+        key = self.key_of(record)
+        position = op.at("next", key)
+        prefix = op.at("history", key)
+        kept = lg.and_(happens, self.live())
+        self.monitors.accept(kept, key, position, record, version, self.tick())
+        op.put("next", key, lg.add(position, 1), happens)
+        self.insert(key, happens, self.time)
+        memory = [op.at("memory", key, f) for f in range(len(self.plan.fields))]
+        ordered: Sym = lg.or_(recorded, c.record_order == "no")
+        if c.record_order == "before-first-tool-call":
+            self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record,
+                             version)
+            ordered = True
+        for entry in self.plan.entries:
+            reads = tuple(memory[f] for f in entry.reads)
+            found = self.find(key, entry.index, record, version, position, reads)
+            hit = lg.and_(happens, found.any)
+            miss = lg.and_(happens, lg.not_(found.any))
+            reused = lg.and_(hit, self.live())
+            self.monitors.reuse(reused, key, position, reads, found.prefix, found.reads,
+                                found.time, prefix)
+            self.reach["reuse"] = lg.or_(self.reach["reuse"], reused)
+            self.tick()
+            if c.on_miss == "invalidate":
+                some = self.voids_some(key, position, (record, version))
+                self.invalidate(lg.and_(miss, some), key, position, (record, version))
+            for _ in entry.tools:
+                called = self.effect(miss)
+                self.monitors.tool(called, record, version, entry.index)
+                self.tick()
+            writes = {f: write_term(entry, f, record, version, reads) for f in entry.writes}
+            output = output_term(entry, record, version, reads) if entry.output else NONE
+            carries = lg.and_(c.record_order == "with-first-completion", lg.not_(ordered))
+            saved = self.effect(miss)
+            self.new_slot(Slot(len(self.slots), "completion", saved, key, position, record,
+                               version, entry.index, reads, writes, output, carries,
+                               prefix=prefix, time=self.tick()))
+            self.monitors.save(saved, record, version, entry.index)
+            ordered = lg.or_(ordered, lg.and_(lg.not_(found.any), carries))
+            for f in entry.writes:
+                memory[f] = lg.ite(found.any, found.writes[f], writes[f])
+            if entry.output:
+                value = lg.ite(found.any, found.output, output)
+                self.monitors.output(lg.and_(happens, self.live()), key, entry.index, value)
+                self.tick()
+        if c.record_order != "no":
+            self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record,
+                             version)
+        for f in range(len(self.plan.fields)):
+            op.put("memory", key, memory[f], happens, f)
+
+    def diverge(self, happens: Sym, key: Sym) -> None:
+        if lg._const(happens) is False:
+            return
+        op = self.op
+        position = op.at("next", key)
+        op.put("expected-end", key, position, happens)
+        op.put("diverge-at", key, -1, happens)
+        self.invalidate(happens, key, position, None)
+
+    # -- light operations ------------------------------------------------------------
+
+    def checkpoint(self, happens: Sym) -> None:
+        if lg._const(happens) is False:
+            return
+        op = self.op
+        needed = [(lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.index)
+                  for s in self.slots if s.kind != "invalidation"]
+        op.set("marker", lg.minimum(needed, len(self.slots)), happens)
+        self.saved.assign(op, happens)
+        self.tick()
+
+    def recorded_order(self, key: int) -> tuple[list[Sym], list[Sym], list[Sym]]:
+        """Per position: whether the store records an input there, which, which version."""
+        has, records, versions = [], [], []
+        carriers = [s for s in self.slots if s.kind == "order"
+                    or (s.kind == "completion" and lg._const(s.order) is not False)]
+        for q in range(self.n):
+            h: Sym = False
+            rec: Sym = -1
+            ver: Sym = 0
+            for s in carriers:
+                m = lg.and_(self.valid(s), s.order if s.kind == "completion" else True,
+                            lg.eq(s.key, key), lg.eq(s.position, q))
+                if lg._const(m) is False:
+                    continue
+                h = lg.or_(h, m)
+                rec = lg.ite(m, s.record, rec)
+                ver = lg.ite(m, s.version, ver)
+            has.append(h)
+            records.append(rec)
+            versions.append(ver)
+        return has, records, versions
+
+    def restore(self, happens: Sym) -> None:
+        if lg._const(happens) is False:
+            return
+        op, w = self.op, self.world
+        self.monitors.restore(happens, self.saved)
+        self.reach["restore"] = lg.or_(self.reach["restore"], happens)
+        op.assign(self.saved, happens)
+        w.set("up", True, happens)
+        self.tick()
+        if not self.contract.wait:
+            return
+        ranks = self.view_ranks()
+        for k in range(self.k):
+            waits = lg.or_(*(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k))
+                             for r in range(self.n)))
+            ranks[k] = lg.ite(lg.lt(ranks[k], ABSENT), ranks[k],
+                              lg.ite(waits, lg.add(WAITING_ONLY, op.cell("inserted", k)),
+                                     ABSENT))
+        for k in range(self.k):
+            included = lg.and_(happens, lg.lt(ranks[k], ABSENT))
+            start = op.cell("next", k)
+            has, records, versions = self.recorded_order(k)
+            end: Sym = self.n
+            for q in range(self.n - 1, -1, -1):
+                end = lg.ite(lg.and_(lg.le(start, q), lg.not_(has[q])), q, end)
+            op.put("expected-end", k, end, included)
+            for q in range(self.n):
+                op.put("expected", k, records[q], included, q)
+                op.put("expected-version", k, versions[q], included, q)
+            op.put("diverge-at", k, -1, included)
+        order = self.ordered_keys(ranks)
+        base = self.tick()
+        for j, (key, present) in enumerate(order):
+            self.insert(key, lg.and_(happens, present), base + j)
+            w.put("order", j, key, happens)
+            w.put("order-in", j, present, happens)
+            self.tick()
+        first_key, first_in = order[0]
+        w.set("phase", lg.ite(first_in, ADVANCE, IDLE), happens)
+        w.set("key", first_key, happens)
+        w.set("after", AFTER_RESTORE, happens)
+        w.set("after-arg", 1, happens)
+
+    def arrive_waiting(self, happens: Sym, record: Sym, version: Sym) -> None:
+        """A delivered input of a recovering key joins the waiting inputs."""
+        op, w = self.op, self.world
+        key = self.key_of(record)
+        if self.contract.split_order:
+            start = op.at("next", key)
+            end = op.at("expected-end", key)
+            first: Sym = -1
+            for q in range(self.n - 1, -1, -1):
+                expected = op.at("expected", key, q)
+                cond = lg.and_(lg.le(start, q), lg.lt(q, end),
+                               lg.eq(self.channel_of(expected), self.channel_of(record)),
+                               lg.lt(expected, record),
+                               lg.not_(op.at("waiting", expected)))
+                first = lg.ite(cond, q, first)
+            gives_up = lg.and_(happens, lg.le(0, first))
+            op.put("expected-end", key, first, gives_up)
+            old = op.at("diverge-at", key)
+            op.put("diverge-at", key,
+                   lg.ite(lg.or_(lg.lt(old, 0), lg.lt(first, old)), first, old), gives_up)
+        op.put("waiting", record, True, happens)
+        op.put("waiting-since", record, self.tick(), happens)
+        op.put("waiting-version", record, version, happens)
+        w.set("phase", ADVANCE, happens)
+        w.set("key", key, happens)
+        w.set("after", AFTER_ARRIVAL, happens)
+        w.set("after-arg", record, happens)
+
+    # -- one micro-step ----------------------------------------------------------------
+
+    def micro_step(self, t: int) -> None:
+        c, op, w = self.contract, self.op, self.world
+        idle = lg.eq(w["phase"], IDLE)
+        move = self.env(t, idle)
+        up = w["up"]
+        nothing = lg.and_(lg.eq(move.main, NOTHING), lg.not_(move.checkpoint),
+                          lg.not_(move.crash), lg.eq(move.cut, -1), lg.eq(move.channel, 0))
+        self.assume(lg.implies(lg.not_(idle), nothing))
+        self.assume(lg.implies(idle, lg.ne(move.main, NOTHING)))
+        self.assume(lg.implies(lg.and_(idle, lg.not_(up)),
+                               lg.and_(lg.eq(move.main, RESTORE), lg.not_(move.checkpoint),
+                                       lg.not_(move.crash))))
+        self.assume(lg.implies(lg.and_(idle, up, move.crash),
+                               lg.and_(lg.eq(move.main, RESTORE), lg.lt(w["crashes"], self.f))))
+        self.assume(lg.implies(lg.and_(idle, up, lg.not_(move.crash)),
+                               lg.or_(lg.eq(move.main, DELIVER), lg.eq(move.main, END))))
+        self.assume(lg.le(-1, move.cut))
+        self.assume(lg.and_(lg.le(0, move.channel), lg.lt(move.channel, self.c)))
+        info: dict[str, Sym] = {"idle": idle, "checkpoint": move.checkpoint,
+                                "crash": move.crash, "main": move.main, "cut": move.cut}
+        # checkpoint and plain crash
+        self.checkpoint(lg.and_(idle, up, move.checkpoint))
+        crashed = lg.and_(idle, up, move.crash)
+        w.set("up", False, crashed)
+        w.set("crashes", lg.add(w["crashes"], lg.ite(crashed, 1, 0)))
+        self.reach["crash"] = lg.or_(self.reach["crash"], crashed)
+        delivering = lg.and_(idle, lg.eq(move.main, DELIVER))
+        restoring = lg.and_(idle, lg.eq(move.main, RESTORE))
+        ending = lg.and_(idle, lg.eq(move.main, END))
+        starts = lg.or_(delivering, restoring)
+        self.assume(lg.implies(lg.le(0, move.cut),
+                               lg.and_(starts, lg.lt(w["crashes"], self.f))))
+        w.set("effects", 0, starts)
+        w.set("cut", move.cut, starts)
+        # deliver: the next record of the channel
+        nexts, has_next = [], []
+        for ch in range(self.c):
+            offset, high = op.cell("offset", ch), w.cell("high", ch)
+            rec: Sym = -1
+            for r in range(self.n - 1, -1, -1):
+                cand = lg.and_(lg.eq(self.shape.channel[r], ch), lg.le(offset, r),
+                               lg.not_(lg.and_(lg.lt(r, high), lg.eq(self.shape.mode[r], 1))))
+                rec = lg.ite(cand, r, rec)
+            nexts.append(rec)
+            has_next.append(lg.le(0, rec))
+        record = lg.select(move.channel, nexts, -1)
+        self.assume(lg.implies(delivering, lg.le(0, record)))
+        high = lg.select(move.channel, [w.cell("high", ch) for ch in range(self.c)], 0)
+        again = lg.lt(record, high)
+        self.assume(lg.implies(lg.and_(delivering, lg.not_(again)),
+                               lg.eq(record, w["delivered"])))
+        self.assume(lg.implies(ending, lg.not_(lg.or_(*has_next))))
+        version = lg.ite(lg.and_(again, lg.eq(lg.select(record, self.shape.mode, 0), 2)), 1, 0)
+        info["record"] = record
+        op.put("offset", move.channel, lg.add(record, 1), delivering)
+        w.put("high", move.channel, lg.add(record, 1), lg.and_(delivering, lg.not_(again)))
+        w.set("delivered", lg.add(w["delivered"], 1), lg.and_(delivering, lg.not_(again)))
+        self.monitors.deliver(delivering, record)
+        self.tick()
+        key = self.key_of(record)
+        if c.wait:
+            waits = lg.and_(delivering, self.recovering(key))
+            direct = lg.and_(delivering, lg.not_(waits))
+            self.arrive_waiting(waits, record, version)
+        else:
+            direct = delivering
+        # restore
+        self.restore(restoring)
+        # the advance loop: one iteration
+        adv = lg.eq(w["phase"], ADVANCE) if c.wait else False
+        k = w["key"]
+        nxt = op.at("next", k)
+        expecting = lg.lt(nxt, op.at("expected-end", k))
+        head = op.at("expected", k, nxt)
+        head_version = op.at("expected-version", k, nxt)
+        head_waits = lg.and_(lg.le(0, head), op.at("waiting", head))
+        same = lg.eq(op.at("waiting-version", head), head_version)
+        take_head = lg.and_(adv, expecting, head_waits, same)
+        changed_head = lg.and_(adv, expecting, head_waits, lg.not_(same))
+        stuck = lg.and_(adv, expecting, lg.not_(head_waits))
+        pending_divergence = lg.le(0, op.at("diverge-at", k))
+        late_divergence = lg.and_(adv, lg.not_(expecting), pending_divergence)
+        candidates = [lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k))
+                      for r in range(self.n)] if c.wait else [False] * self.n
+        since = lg.minimum([(candidates[r], op.cell("waiting-since", r))
+                            for r in range(self.n)], ABSENT)
+        first: Sym = 0
+        for r in range(self.n - 1, -1, -1):
+            first = lg.ite(lg.and_(candidates[r], lg.eq(op.cell("waiting-since", r), since)),
+                           r, first)
+        any_waiting = lg.or_(*candidates)
+        take_waiting = lg.and_(adv, lg.not_(expecting), lg.not_(pending_divergence),
+                               any_waiting)
+        drained = lg.and_(adv, lg.not_(expecting), lg.not_(pending_divergence),
+                          lg.not_(any_waiting))
+        finished = lg.or_(stuck, drained)
+        # after the loop
+        after, arg = w["after"], w["after-arg"]
+        post = lg.and_(finished, lg.eq(after, AFTER_ARRIVAL))
+        still = lg.and_(post, op.at("waiting", arg))
+        self.reach["wait"] = lg.or_(self.reach["wait"], lg.and_(still, self.live()))
+        self.tick()
+        waiting_count = lg.count(candidates)
+        give_up = lg.and_(still, lg.lt(c.give_up_after, waiting_count), expecting)
+        w.set("phase", lg.ite(give_up, ADVANCE, IDLE), post)
+        w.set("after", AFTER_NOTHING, post)
+        after_restore = lg.and_(finished, lg.eq(after, AFTER_RESTORE))
+        nxt_key = w.at("order", arg) if self.k > 0 else 0
+        nxt_in = lg.and_(lg.lt(arg, self.k), w.at("order-in", arg))
+        w.set("phase", lg.ite(nxt_in, ADVANCE, IDLE), after_restore)
+        w.set("key", nxt_key, after_restore)
+        w.set("after-arg", lg.add(arg, 1), after_restore)
+        nothing_after = lg.and_(finished, lg.eq(after, AFTER_NOTHING))
+        w.set("phase", IDLE, nothing_after)
+        end_div: Sym = False
+        end_key: Sym = 0
+        done: Sym = False
+        if c.wait:
+            # end of input: give up each key's missing recorded input, then advance it
+            inserted = [op.cell("inserted", kk) for kk in range(self.k)]
+            order = self.ordered_keys(inserted)
+            for j, (kk, present) in enumerate(order):
+                w.put("order", j, kk, ending)
+                w.put("order-in", j, present, ending)
+            dispatch = lg.or_(ending, lg.and_(finished, lg.eq(after, AFTER_END)))
+            index = lg.ite(ending, 0, arg)
+            ekey = lg.ite(ending, order[0][0], nxt_key)
+            ein = lg.ite(ending, order[0][1], nxt_in)
+            go = lg.and_(dispatch, ein)
+            end_key = ekey
+            end_div = lg.and_(go, lg.lt(op.at("next", ekey), op.at("expected-end", ekey)))
+            w.set("phase", ADVANCE, go)
+            w.set("key", ekey, go)
+            w.set("after", AFTER_END, go)
+            w.set("after-arg", lg.add(index, 1), go)
+            done = lg.and_(dispatch, lg.not_(ein))
+        else:
+            done = ending
+        w.set("phase", DONE, done)
+        # the heavy operation of this micro-step
+        accepting = lg.or_(direct, take_head, take_waiting)
+        acc_record = lg.ite(direct, record, lg.ite(take_head, head, first))
+        acc_version = lg.ite(direct, version, op.at("waiting-version", acc_record))
+        op.put("waiting", acc_record, False, lg.or_(take_head, take_waiting))
+        self.accept(accepting, acc_record, acc_version, take_head)
+        diverging = lg.or_(changed_head, late_divergence, give_up, end_div)
+        self.diverge(diverging, lg.ite(end_div, end_key, k))
+        # a crash after the chosen effect ends the step
+        macro_over = lg.or_(lg.eq(w["phase"], IDLE), lg.eq(w["phase"], DONE))
+        cut = w["cut"]
+        reached = lg.and_(lg.le(0, cut), lg.le(cut, w["effects"]))
+        self.assume(lg.implies(lg.and_(macro_over, lg.le(0, cut)), reached))
+        w.set("up", False, reached)
+        w.set("phase", IDLE, reached)
+        w.set("crashes", lg.add(w["crashes"], lg.ite(reached, 1, 0)))
+        self.reach["crash"] = lg.or_(self.reach["crash"], reached)
+        w.set("cut", -1, lg.or_(reached, macro_over))
+        self.monitors_end(done)
+        self.decode.append(info)
+
+    def monitors_end(self, done: Sym) -> None:
+        if lg._const(done) is False:
+            return
+        memory = [[self.op.cell("memory", k, f) for f in range(len(self.plan.fields))]
+                  for k in range(self.k)]
+        self.monitors.end(done, memory, self.shape.key)
+
+    def run(self) -> None:
+        for t in range(self.steps):
+            self.micro_step(t)
+
+    @property
+    def finished(self) -> Sym:
+        return lg.eq(self.world["phase"], DONE)
+
+
+# -- budgets -------------------------------------------------------------------------
+
+
+def budget(contract: Contract, bound: BoundLike) -> int:
+    """Micro-steps enough for every scenario of the bound (``verify`` checks it)."""
+    n, k, f = bound.inputs, bound.keys, bound.crashes
+    deliveries = n * (f + 1)
+    moves = deliveries + f + 1
+    if not contract.wait:
+        return moves
+    accepts = n * (f + 1)
+    divergences = k * f
+    finishes = deliveries + k * f + k + divergences
+    return moves + accepts + divergences + finishes + k + 1
+
+
+# -- drivers -------------------------------------------------------------------------
+
+
+def symbolic_shape(bound: BoundLike, solver_assume: Callable[[Sym], None]) -> Shape:
+    n = bound.inputs
+    channel = [z3.Int(f"channel_{r}") for r in range(n)]
+    key = [z3.Int(f"key_{r}") for r in range(n)]
+    mode = [z3.Int(f"mode_{r}") for r in range(n)]
+    for r in range(n):
+        solver_assume(z3.And(0 <= channel[r], channel[r] < bound.channels))
+        solver_assume(z3.And(0 <= key[r], key[r] < bound.keys))
+        solver_assume(z3.And(0 <= mode[r], mode[r] <= 2))
+    if n:
+        solver_assume(channel[0] == 0)
+        solver_assume(key[0] == 0)
+    for r in range(1, n):
+        solver_assume(z3.Or(*(channel[r] <= channel[q] + 1 for q in range(r))))
+        solver_assume(z3.Or(*(key[r] <= key[q] + 1 for q in range(r))))
+    solver_assume(z3.Sum(*(z3.If(m == 0, 0, 1) for m in mode)) <= bound.changes
+                  if n else z3.BoolVal(True))
+    return Shape(list(channel), list(key), list(mode))
+
+
+def symbolic_env(t: int, idle: Sym) -> Move:
+    return Move(z3.Bool(f"t{t}_checkpoint"), z3.Bool(f"t{t}_crash"), z3.Int(f"t{t}_main"),
+                z3.Int(f"t{t}_channel"), z3.Int(f"t{t}_cut"))
+
+
+class ScheduleEnv:
+    """Feeds a concrete schedule (a list of moves) to the machine."""
+
+    def __init__(self, moves: list[Move]) -> None:
+        self.moves = list(moves)
+        self.used = 0
+
+    def __call__(self, t: int, idle: Sym) -> Move:
+        if idle is True and self.used < len(self.moves):
+            move = self.moves[self.used]
+            self.used += 1
+            return move
+        return Move(False, False, NOTHING, 0, -1)
+
+
+def concrete_shape(channel: tuple[int, ...], key: tuple[int, ...],
+                   mode: tuple[str, ...]) -> Shape:
+    codes = {"same": 0, "lost": 1, "changed": 2}
+    return Shape(list(channel), list(key), [codes[m] for m in mode])
+
+
+def moves_of(steps: Any, channel_of: dict[str, int]) -> list[Move]:
+    """The moves of a schedule in the grammar of :mod:`replay_contract.model.bounded`."""
+    moves: list[Move] = []
+    checkpoint = crash = False
+    for step in steps:
+        if step.kind == "checkpoint":
+            checkpoint = True
+        elif step.kind == "crash":
+            crash = True
+        else:
+            main = {"deliver": DELIVER, "restore": RESTORE, "end": END}[step.kind]
+            cut = -1 if step.crash_after is None else step.crash_after
+            ch = channel_of[step.record] if step.record else 0
+            moves.append(Move(checkpoint, crash, main, ch, cut))
+            checkpoint = crash = False
+    if not moves or moves[-1].main != END:
+        moves.append(Move(checkpoint, crash, END, 0, -1))
+    return moves

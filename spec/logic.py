@@ -1,0 +1,215 @@
+"""The logic layer: booleans, integers and terms, concrete or symbolic.
+
+The encoding of the operator (:mod:`.encoding`) and the translation of the properties
+(:mod:`.monitors`) are written once against these functions. Given only Python values
+(``bool``, ``int`` and terms as tuples) every function computes a Python value, so the
+encoding runs as a plain interpreter of one scenario, which the tests compare with the
+model. Given Z3 expressions it builds the formula that ``verify`` hands to the solver;
+constant arguments are folded, so rules of the contract that are fixed (a Python value)
+leave no trace in the formula.
+
+A *term* is a value of the key's memory, an output or a history: ``NONE`` or
+``node(tag, a, b, c, d)`` with integer ``tag``, ``a``, ``b`` and term ``c``, ``d``. Terms
+are equal exactly when they are built the same way: the free interpretation of the
+model's hash-based values (an action's write is a function of the action, the input
+and what it read, and two different arguments give two different values).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import z3
+
+Sym = Any  # a Python value or a Z3 expression
+
+NONE: tuple[Any, ...] = ("none",)
+
+_TERM = z3.Datatype("Term")
+_TERM.declare("none")
+_TERM.declare("node", ("tag", z3.IntSort()), ("a", z3.IntSort()), ("b", z3.IntSort()),
+              ("c", _TERM), ("d", _TERM))
+Term = _TERM.create()
+
+
+def is_sym(x: Any) -> bool:
+    return isinstance(x, z3.ExprRef)
+
+
+def node(tag: int, a: Sym, b: Sym, c: Sym = NONE, d: Sym = NONE) -> Sym:
+    if any(is_sym(x) for x in (a, b, c, d)):
+        return Term.node(z3.IntVal(tag), lift_int(a), lift_int(b), lift_term(c),
+                         lift_term(d))
+    return ("node", tag, a, b, c, d)
+
+
+def lift_int(x: Sym) -> Any:
+    return x if is_sym(x) else z3.IntVal(int(x))
+
+
+def lift_bool(x: Sym) -> Any:
+    return x if is_sym(x) else z3.BoolVal(bool(x))
+
+
+_LIFTED: dict[tuple[Any, ...], Any] = {}
+
+
+def lift_term(x: Sym) -> Any:
+    if is_sym(x):
+        return x
+    found = _LIFTED.get(x)
+    if found is None:
+        if x == NONE:
+            found = Term.none
+        else:
+            _, tag, a, b, c, d = x
+            found = Term.node(z3.IntVal(tag), z3.IntVal(a), z3.IntVal(b), lift_term(c),
+                              lift_term(d))
+        _LIFTED[x] = found
+    return found
+
+
+def _lift_like(x: Sym, other: Sym) -> Any:
+    if is_sym(x):
+        return x
+    if isinstance(x, tuple):
+        return lift_term(x)
+    if isinstance(x, bool):
+        return z3.BoolVal(x)
+    if is_sym(other) and other.sort() == z3.BoolSort():
+        return z3.BoolVal(bool(x))
+    return z3.IntVal(int(x))
+
+
+def _const(x: Sym) -> bool | None:
+    """``True``/``False`` when ``x`` is a known boolean, else ``None``."""
+    if isinstance(x, bool):
+        return x
+    if is_sym(x):
+        if z3.is_true(x):
+            return True
+        if z3.is_false(x):
+            return False
+    return None
+
+
+def same(a: Sym, b: Sym) -> bool:
+    if is_sym(a) and is_sym(b):
+        return bool(a.eq(b))
+    if is_sym(a) or is_sym(b):
+        return False
+    return bool(a == b) and type(a) is type(b)
+
+
+def and_(*xs: Sym) -> Sym:
+    out = []
+    for x in xs:
+        c = _const(x)
+        if c is False:
+            return False
+        if c is True:
+            continue
+        out.append(x)
+    if not out:
+        return True
+    if len(out) == 1:
+        return out[0]
+    return z3.And(*out)
+
+
+def or_(*xs: Sym) -> Sym:
+    out = []
+    for x in xs:
+        c = _const(x)
+        if c is True:
+            return True
+        if c is False:
+            continue
+        out.append(x)
+    if not out:
+        return False
+    if len(out) == 1:
+        return out[0]
+    return z3.Or(*out)
+
+
+def not_(x: Sym) -> Sym:
+    c = _const(x)
+    if c is not None:
+        return not c
+    return z3.Not(x)
+
+
+def implies(a: Sym, b: Sym) -> Sym:
+    return or_(not_(a), b)
+
+
+def ite(c: Sym, a: Sym, b: Sym) -> Sym:
+    k = _const(c)
+    if k is True:
+        return a
+    if k is False:
+        return b
+    if same(a, b):
+        return a
+    if isinstance(a, bool) and isinstance(b, bool):
+        return and_(c, a) if b is False else or_(not_(c), a) if b is True else c
+    return z3.If(c, _lift_like(a, b), _lift_like(b, a))
+
+
+def eq(a: Sym, b: Sym) -> Sym:
+    if not is_sym(a) and not is_sym(b):
+        return bool(a == b)
+    if same(a, b):
+        return True
+    return _lift_like(a, b) == _lift_like(b, a)
+
+
+def ne(a: Sym, b: Sym) -> Sym:
+    return not_(eq(a, b))
+
+
+def lt(a: Sym, b: Sym) -> Sym:
+    if not is_sym(a) and not is_sym(b):
+        return bool(a < b)
+    return lift_int(a) < lift_int(b)
+
+
+def le(a: Sym, b: Sym) -> Sym:
+    if not is_sym(a) and not is_sym(b):
+        return bool(a <= b)
+    return lift_int(a) <= lift_int(b)
+
+
+def add(a: Sym, b: Sym) -> Sym:
+    if not is_sym(a) and not is_sym(b):
+        return a + b
+    if not is_sym(b) and b == 0:
+        return a
+    return lift_int(a) + lift_int(b)
+
+
+def count(xs: list[Sym]) -> Sym:
+    """How many of the booleans ``xs`` hold."""
+    total: Sym = 0
+    for x in xs:
+        total = add(total, ite(x, 1, 0))
+    return total
+
+
+def select(index: Sym, values: list[Sym], default: Sym = 0) -> Sym:
+    """``values[index]``, for a possibly symbolic ``index`` (``default`` out of range)."""
+    if not is_sym(index):
+        return values[index] if 0 <= index < len(values) else default
+    out = default
+    for i in range(len(values) - 1, -1, -1):
+        out = ite(eq(index, i), values[i], out)
+    return out
+
+
+def minimum(options: list[tuple[Sym, Sym]], default: Sym) -> Sym:
+    """The least value among ``(condition, value)`` pairs whose condition holds."""
+    out = default
+    for cond, value in options:
+        out = ite(and_(cond, lt(value, out)), value, out)
+    return out
