@@ -79,8 +79,14 @@ def test_cli_reference_lists_every_command(built_site: Path) -> None:
 
 def test_api_reference_is_generated(built_site: Path) -> None:
     text = _text(built_site, "reference/api")
-    for name in ("simulate", "Contract", "no_stale_reuse", "Implementation", "Trace"):
-        assert f'id="replay_contract.' in text and f'{name}' in text
+    for name in (
+        "model.run.simulate",
+        "model.contracts.Contract",
+        "spec.properties.no_stale_reuse",
+        "conformance.interface.Implementation",
+        "model.trace.Trace",
+    ):
+        assert f'id="replay_contract.{name}"' in text, name
 
 
 def test_an_unknown_marker_fails_the_build() -> None:
