@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from replay_contract.conformance.runner import observe
 from replay_contract.model.catalogue import all_builtin, builtin
@@ -18,8 +17,8 @@ from replay_contract.runtime.kafka_store import KafkaBackend, KafkaNamespace, Ka
 from replay_contract.runtime.operator import RuntimeOperator
 from replay_contract.runtime.store import RecordError
 
-from helpers import crash_points, judged
-from scenarios import AWKWARD_KEYS, awkward_keys
+from .helpers import crash_points, judged
+from .scenarios import AWKWARD_KEYS, awkward_keys
 
 pytestmark = pytest.mark.kafka
 

@@ -7,7 +7,7 @@ import pytest
 from replay_contract.conformance.generate import generate
 from replay_contract.conformance.runner import observe
 from replay_contract.model import trace as t
-from replay_contract.model.agent import run_without_failure
+from replay_contract.model.agent import call_tool, run_without_failure
 from replay_contract.model.catalogue import all_builtin, builtin
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM, contract_from_json
 from replay_contract.model.mutants import MUTANTS
@@ -16,7 +16,7 @@ from replay_contract.model.topology import Record
 from replay_contract.runtime.memory_store import MemoryBackend
 from replay_contract.runtime.operator import OperatorError, RuntimeOperator
 
-from helpers import crash_points, judged
+from .helpers import crash_points, judged
 
 EVERY_CONTRACT = [*CONTRACTS.values(), *MUTANTS.values()]
 
@@ -81,7 +81,7 @@ def test_a_crashed_runtime_keeps_nothing_in_memory() -> None:
 
     class Env:
         def tool(self, key, position, record, path, tool, reads):  # type: ignore[no-untyped-def]
-            return f"{tool}-result"
+            return call_tool(tool, record, path, reads)
 
         def output(self, key, identity, path, value):  # type: ignore[no-untyped-def]
             pass
