@@ -119,7 +119,12 @@ def _root(config: Any) -> Path:
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
-    script, licence = mermaid_js()
+    try:
+        script, licence = mermaid_js()
+    except MermaidUnavailable as exc:
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(f"the Mermaid runtime: {exc}") from None
     files.append(File.generated(config, MERMAID_URI, abs_src_path=str(script)))
     if licence is not None:
         files.append(File.generated(config, MERMAID_LICENSE_URI, abs_src_path=str(licence)))
