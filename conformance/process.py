@@ -63,10 +63,14 @@ class ProcessImplementation:
         self._agent: Agent | None = None
         self._stderr = tempfile.NamedTemporaryFile("w+", prefix="replay-process-",  # noqa: SIM115
                                                    suffix=".log", delete=False)
-        hello = self._start()
-        caps = hello.get("capabilities")
-        if not isinstance(caps, dict) or not isinstance(caps.get("contracts"), list):
-            raise ProtocolError("the first line lacks capabilities.contracts")
+        try:
+            hello = self._start()
+            caps = hello.get("capabilities")
+            if not isinstance(caps, dict) or not isinstance(caps.get("contracts"), list):
+                raise ProtocolError("the first line lacks capabilities.contracts")
+        except BaseException:
+            self._kill()
+            raise
         self.name = str(hello.get("name", command))
         self.capabilities = Capabilities(
             tuple(str(c) for c in caps["contracts"]), bool(caps.get("crash_points", False)),

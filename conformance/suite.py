@@ -32,6 +32,9 @@ from .interface import Implementation
 from .judge import FAILED, Result, judge, skip_reason
 from .shrink import shrink
 
+#: How many failing generated cases of one run are shrunk.
+SHRINK_FIRST = 3
+
 #: Catalogue scenarios swept over every crash point (the acceptance scenarios).
 SWEPT = ("reversed-interleaving", "stateful-chain")
 
@@ -99,10 +102,15 @@ def run_case(impl: Implementation, case: Case, contract: Contract, out: Path | N
 def run_all(impl: Implementation, todo: Iterable[Case], contract: Contract,
             out: Path | None, target: str, shrinking: bool = True,
             progress: Callable[[Result], None] | None = None) -> list[Result]:
-    """Run every case in order, reporting each result to ``progress``."""
+    """Run every case in order, reporting each result to ``progress``; only the first
+    :data:`SHRINK_FIRST` failing generated cases are shrunk (the rest are written as
+    they are), so that a badly broken target still finishes quickly."""
     results = []
+    shrunk = 0
     for case in todo:
-        result = run_case(impl, case, contract, out, target, shrinking)
+        result = run_case(impl, case, contract, out, target,
+                          shrinking and shrunk < SHRINK_FIRST)
+        shrunk += result.verdict == FAILED and case.family == "generated"
         results.append(result)
         if progress is not None:
             progress(result)
