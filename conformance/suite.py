@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from attrs import evolve, frozen
+
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Scenario
