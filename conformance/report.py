@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from attrs import frozen
+
 from replay_contract.model.narrate import render
 
 from .judge import FAILED, PASSED, SKIPPED, Result
@@ -129,8 +131,15 @@ class Progress:
             self.stream.flush()
 
 
-def failures(results: Sequence[Result]) -> str:
+def failures(results: Sequence[Result], target: str, contract: str) -> str:
     """The full report of every failure, for the end of the text output."""
     return "\n\n".join(f"== {r.name} ({r.reason})\n{r.report}"
-                       + (f"\nreplay: {r.scenario_file}" if r.scenario_file else "")
+                       + (f"\n\nreplay: {replay_command(target, contract, r.scenario_file)}"
+                          if r.scenario_file else "")
                        for r in results if r.verdict == FAILED)
+
+
+def replay_command(target: str, contract: str, scenario_file: str) -> str:
+    """The command that runs one written scenario again, alone."""
+    return (f"replay-contract conform --target {shlex.quote(target)} --contract {contract} "
+            f"--scenario {shlex.quote(scenario_file)} --examples 0 --no-sweep")

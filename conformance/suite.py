@@ -2,10 +2,10 @@
 
 Three families of cases:
 
-``catalogue``
-    every built-in scenario of the reference model;
+``catalogue`` (or ``file``)
+    every built-in scenario of the reference model, or the scenarios asked for;
 ``sweep``
-    the acceptance scenarios crashed at every crash point before their failure
+    each of those crashed at every crash point before its first failure
     (:func:`~.generate.crash_sweep`): after every effect of every delivery;
 ``generated``
     ``examples`` scenarios drawn from seeds ``seed``, ``seed + 1``, ... — each one
@@ -19,7 +19,7 @@ beside it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from attrs import evolve, frozen
@@ -36,9 +36,6 @@ from .shrink import shrink
 #: How many failing generated cases of one run are shrunk.
 SHRINK_FIRST = 3
 
-#: Catalogue scenarios swept over every crash point (the acceptance scenarios).
-SWEPT = ("reversed-interleaving", "stateful-chain")
-
 
 @frozen
 class Case:
@@ -50,21 +47,20 @@ class Case:
     seed: int | None = None
 
 
-def cases(examples: int, seed: int, contract: Contract, sweep: bool = True) -> list[Case]:
-    """The catalogue, the crash sweeps and ``examples`` generated scenarios."""
-    out = [Case(name, "catalogue", _builtin(name)) for name in catalogue.names()]
+def cases(examples: int, seed: int, contract: Contract, sweep: bool = True,
+          scenarios: Sequence[Scenario] | None = None) -> list[Case]:
+    """The fixed scenarios (the catalogue, or ``scenarios`` when given), their crash
+    sweeps, and ``examples`` generated scenarios."""
+    fixed = [Case(name, "catalogue", _builtin(name)) for name in catalogue.names()] \
+        if scenarios is None else [Case(s.name, "file", _const(s)) for s in scenarios]
+    out = list(fixed)
     if sweep:
-        for name in SWEPT:
-            if name in catalogue.names():
-                for variant in crash_sweep(catalogue.builtin(name), contract=contract):
-                    out.append(Case(variant.name, "sweep", _const(variant)))
+        for case in fixed:
+            for variant in crash_sweep(case.build(), contract=contract):
+                out.append(Case(variant.name, "sweep", _const(variant)))
     out.extend(Case(f"generated-{s}", "generated", _seeded(s), s)
                for s in range(seed, seed + examples))
     return out
-
-
-def file_cases(scenarios: Iterable[Scenario]) -> list[Case]:
-    return [Case(s.name, "file", _const(s)) for s in scenarios]
 
 
 def _builtin(name: str) -> Callable[[], Scenario]:
@@ -139,4 +135,4 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("_") or "target"
 
 
-__all__ = ["Case", "cases", "file_cases", "run_all", "run_case", "shutdown", "skip_reason"]
+__all__ = ["Case", "cases", "run_all", "run_case", "shutdown", "skip_reason"]

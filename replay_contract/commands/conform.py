@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,11 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, metavar="S",
                    help="seed of the first generated scenario (default: random, printed)")
     p.add_argument("--scenario", action="append", metavar="FILE",
-                   help="run only this scenario file or built-in name (repeatable)")
+                   help="run this scenario file or built-in name instead of the whole "
+                   "catalogue (repeatable); add --examples 0 --no-sweep to run it alone")
     p.add_argument("--no-sweep", action="store_true",
-                   help="leave out the crash sweeps of the acceptance scenarios")
+                   help="leave out the crash sweeps (every scenario crashed after each "
+                   "effect in turn)")
     p.add_argument("--no-shrink", action="store_true",
                    help="do not shrink failing generated scenarios")
     p.add_argument("--out", type=Path, default=Path("out/conformance"), metavar="DIR",
@@ -60,10 +63,9 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     impl = targets.resolve(args.target)
     try:
-        if args.scenario:
-            todo = suite.file_cases(catalogue.resolve(ref) for ref in args.scenario)
-        else:
-            todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep)
+        fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
+        todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep,
+                           scenarios=fixed)
         progress = report.Progress(len(todo))
         started = time.monotonic()
         results = suite.run_all(impl, todo, chosen, args.out, args.target,
@@ -81,10 +83,20 @@ def run(args: argparse.Namespace) -> int:
         print(report.summary(done, everything=args.verbose))
         failed = [r for r in results if r.verdict == "failed"]
         if failed:
-            print("\n" + report.failures(failed[:SHOWN_FAILURES]))
+            print("\n" + report.failures(failed[:SHOWN_FAILURES], args.target, chosen.name))
             if len(failed) > SHOWN_FAILURES:
                 print(f"\n... and {len(failed) - SHOWN_FAILURES} more failures, each "
                       f"written under {args.out}")
-        print(f"\nreproduce: replay-contract conform --target {args.target} "
-              f"--contract {chosen.name} --seed {seed} --examples {args.examples}")
+        print(f"\nreproduce: {reproduce(args, chosen.name, seed)}")
     return 0 if done.ok else 1
+
+
+def reproduce(args: argparse.Namespace, contract_name: str, seed: int) -> str:
+    """The command line that runs the same suite again."""
+    words = ["replay-contract", "conform", "--target", args.target, "--contract",
+             contract_name, "--seed", str(seed), "--examples", str(args.examples)]
+    for ref in args.scenario or ():
+        words += ["--scenario", ref]
+    if args.no_sweep:
+        words.append("--no-sweep")
+    return shlex.join(words)

@@ -73,7 +73,7 @@ def test_mutant_fails_on_the_scenario_that_targets_it(
     if mutant not in MUTANTS:
         pytest.skip(f"no mutant {mutant} any more")
     status, doc = conform(capsys, "--target", f"mutant:{mutant}", "--scenario", scenario,
-                          "--out", str(tmp_path))
+                          "--examples", "0", "--no-sweep", "--out", str(tmp_path))
     (result,) = doc["results"]
     assert status == 1 and result["verdict"] == "failed"
     assert result["property"] == reason
@@ -100,7 +100,8 @@ def test_process_target_skips_contracts_it_does_not_claim(
 def test_a_broken_build_over_the_process_protocol_fails(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     status, doc = conform(capsys, "--target", f"{ORDERLY} --bug no-wait",
-                          "--scenario", "reversed-interleaving", "--out", str(tmp_path))
+                          "--scenario", "reversed-interleaving", "--examples", "0",
+                          "--no-sweep", "--out", str(tmp_path))
     result = by_name(doc)["reversed-interleaving"]
     assert status == 1
     assert result["property"] == "no-stale-reuse"
