@@ -328,6 +328,7 @@ class Verdict:
     bound: str = ""
     seconds: float | None = None
     counterexample: str = ""
+    explanation: str = ""
 
 
 def load_manifest(root: Path) -> list[Verdict] | None:
@@ -360,6 +361,7 @@ def load_manifest(root: Path) -> list[Verdict] | None:
                 str(bound),
                 item.get("seconds", item.get("budget")),
                 item.get("counterexample", "") or item.get("scenario", "") or "",
+                item.get("explanation", "") or "",
             )
         )
     return out
@@ -413,15 +415,35 @@ def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> s
                 f"{v.seconds:g} s" if isinstance(v.seconds, int | float) else "",
             ]
         )
-        if v.verdict == "counterexample" and v.counterexample and v.contract in CONTRACTS:
-            run = simulate(_scenario(v.counterexample, root), CONTRACTS[v.contract])
-            examples.append(
-                f"**Counterexample for `{v.contract}`** (`{v.counterexample}`, "
-                "replayed through the model):\n\n" + run_table(run, _witnesses(run))
-            )
+        if v.verdict == "counterexample" and v.contract in CONTRACTS:
+            examples.append(_counterexample(root, name, v))
     text = "Verdicts of `replay-contract verify` at the bound of the manifest:\n\n"
     text += md_table(["contract", "verdict", "bound", "time"], rows)
     return text + "".join("\n" + e for e in examples)
+
+
+def _counterexample(root: Path, name: str, v: Verdict) -> str:
+    """The counterexample of a verdict as a run table: its scenario file replayed
+    through the model, or, when the file is not in the repository, the first built-in
+    scenario that shows the same violation."""
+    contract = CONTRACTS[v.contract]
+    head = f"**Counterexample for `{v.contract}`**"
+    if v.counterexample and (root / v.counterexample).is_file():
+        run = simulate(load(root / v.counterexample), contract)
+        verdict = properties.check(name, run.trace)
+        return (
+            f"{head} (`{v.counterexample}`, replayed through the model). "
+            f"{verdict.explanation}.\n\n" + run_table(run, {name: verdict.witness})
+        )
+    found = _catalogue_breaks(name).get(v.contract)
+    if found is None:
+        return f"{head}: {v.explanation or 'see replay-contract verify'}.\n"
+    scenario, run = found
+    verdict = properties.check(name, run.trace)
+    return (
+        f"{head}: the built-in scenario `{scenario.name}` shows the same violation. "
+        f"{verdict.explanation}.\n\n" + run_table(run, {name: verdict.witness})
+    )
 
 
 def _property_from_catalogue(name: str) -> str:

@@ -116,3 +116,32 @@ def test_docstrings_become_markdown() -> None:
     assert "One `x` and `simulate`." in text
     assert "`term`\n:   its meaning, on two lines." in text
     assert '```json\n{"a": 1}\n```' in text
+
+
+def test_properties_come_from_the_manifest_once_it_exists(tmp_path: Path) -> None:
+    from replay_contract.docs_gen import MANIFEST, gen_property, gen_verdict_matrix
+
+    builtin("reversed-interleaving").write(tmp_path / "cx" / "seqnum-complete-reuse.json")
+    (tmp_path / MANIFEST).parent.mkdir(parents=True)
+    (tmp_path / MANIFEST).write_text(
+        """[{"contract": "seqnum", "property": "complete-reuse", "verdict": "counterexample",
+             "bound": "inputs=6,channels=2,keys=2,crashes=2", "seconds": 1.5,
+             "counterexample": "cx/seqnum-complete-reuse.json"},
+            {"contract": "ordered", "property": "complete-reuse", "verdict": "proved",
+             "bound": "inputs=6,channels=2,keys=2,crashes=2", "seconds": 4}]"""
+    )
+    text = gen_property(tmp_path, "complete-reuse")
+    assert "| `ordered` | **proved** | `inputs=6,channels=2,keys=2,crashes=2` | 4 s |" in text
+    assert "`cx/seqnum-complete-reuse.json`, replayed through the model" in text
+    assert "| 23 | K | 0 | B | re-executed | 1 | complete-reuse |" in text
+    assert "Until the proofs land" not in text
+    matrix = gen_verdict_matrix(tmp_path)
+    assert "| [`complete-reuse`](#complete-reuse) | counterexample | proved |" in matrix
+
+
+def test_without_a_manifest_the_catalogue_stands_in(tmp_path: Path) -> None:
+    from replay_contract.docs_gen import gen_property
+
+    text = gen_property(tmp_path, "complete-reuse")
+    assert "Until the proofs land" in text
+    assert "**broken** by `reversed-interleaving`" in text
