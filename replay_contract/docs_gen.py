@@ -507,7 +507,7 @@ def gen_verdict_matrix(root: Path) -> str:
 
 def _help(parser: Any) -> str:
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "90"
+    os.environ["COLUMNS"] = "80"
     try:
         return str(parser.format_help())
     finally:
