@@ -75,7 +75,8 @@ def test_a_broker_restart_within_the_bound_goes_unnoticed(broker: PrivateKafka,
     run = observe(outage, scenario, contract)  # type: ignore[arg-type]
     assert outage.restarted is not None
     outage.restarted.join()
-    assert run.error is None
+    assert broker.bootstrap == impl.backend.bootstrap, "the restarted broker moved"  # type: ignore[attr-defined]
+    assert run.error is None, run.error
     assert first_difference(reference_steps(scenario, contract), run.steps) is None
     assert isinstance(impl.namespace, KafkaNamespace)
     try:  # every saved completion exactly once: the topic holds what the model's store holds
@@ -114,7 +115,8 @@ def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: Privat
     with pytest.raises(StoreUnavailable):
         impl.restore()  # still no broker: the read gives up within the bound too
     env.events.pop()
-    broker.up()
+    address = broker.bootstrap
+    assert broker.up() == address, "the restarted broker moved to another port"
     env.record(t.Restore(0))
     impl.restore()
     for identity in ("B", "A", "C", "D"):
