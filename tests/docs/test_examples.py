@@ -107,27 +107,43 @@ def _console(body: str, where: str, status: int) -> None:
         argv = shlex.split(command)
         if argv[0] == "replay-contract" and len(argv) > 1 and argv[1] not in have:
             pytest.skip(f"the {argv[1]!r} command is not part of replay-contract yet")
-    started: set[str] = set()
-    for command in commands:
-        argv = shlex.split(command)
-        if argv[:3] == ["replay-contract", "services", "down"] and argv[3] not in started:
-            continue  # it ran before this example: leave it running
-        done = subprocess.run(
-            command,
-            shell=True,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=1200,
-            check=False,
-            env=dict(os.environ),
-        )
-        output = done.stdout + done.stderr
-        if done.returncode == 2 and "not available" in output:
-            pytest.skip(f"{command}: {output.strip().splitlines()[-1]}")
-        assert done.returncode == status, f"{where}: $ {command}\n{output[-3000:]}"
-        if argv[:3] == ["replay-contract", "services", "up"] and "already" not in output:
-            started.add(argv[3])
+    started: set[str] = set()  # services this example started, stopped at its end
+    try:
+        for command in commands:
+            argv = shlex.split(command)
+            if argv[:3] == ["replay-contract", "services", "down"]:
+                if argv[3] not in started:
+                    continue  # it ran before this example: leave it running
+                started.discard(argv[3])
+            done = subprocess.run(
+                command,
+                shell=True,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=1200,
+                check=False,
+                env=dict(os.environ),
+            )
+            output = done.stdout + done.stderr
+            if (
+                argv[:3] == ["replay-contract", "services", "up"]
+                and done.returncode == 0
+                and "already" not in output
+            ):
+                started.add(argv[3])
+            if done.returncode == 2 and "not available" in output:
+                pytest.skip(f"{command}: {output.strip().splitlines()[-1]}")
+            assert done.returncode == status, f"{where}: $ {command}\n{output[-3000:]}"
+    finally:
+        for service in started:
+            subprocess.run(
+                ["replay-contract", "services", "down", service],
+                cwd=ROOT,
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )
 
 
 def _scenario_blocks() -> list[pytest.param]:
