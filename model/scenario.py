@@ -3,14 +3,15 @@
 ::
 
     {
-      "name": "reversed-interleaving",
-      "description": "...",
+      "name": "changed-on-replay",
+      "description": "B comes back changed after the crash.",
       "agent": {"actions": [{"name": "answer", "reads": ["notes"], "writes": ["notes"],
                              "tools": ["llm"], "output": true}]},
       "channels": [
         {"name": "upstream-1", "records": [{"id": "A", "key": "K", "payload": "a"}]},
         {"name": "upstream-2", "replayable": false,
-         "records": [{"id": "B", "key": "K", "payload": "b", "replay": "lost"}]}
+         "records": [{"id": "B", "key": "K", "payload": "b",
+                      "replay": {"payload": "b2"}}]}
       ],
       "schedule": [{"step": "deliver", "record": "A"}, {"step": "checkpoint"},
                    {"step": "deliver", "record": "B", "crash_after": 1},

@@ -156,15 +156,7 @@ def _scenario_blocks() -> list[pytest.param]:
         for i, match in enumerate(FENCE.finditer(text)):
             body = match.group("body")
             if match.group("lang") == "json" and '"schedule"' in body:
-                marks = []
-                if md.name == "scenarios.md" and '"description": "..."' in body:
-                    marks.append(
-                        pytest.mark.xfail(
-                            reason="the example in model/scenario.py's docstring delivers B "
-                            "after a restore although B is lost"
-                        )
-                    )
-                params.append(pytest.param(body, id=f"{md.relative_to(DOCS)}#{i}", marks=marks))
+                params.append(pytest.param(body, id=f"{md.relative_to(DOCS)}#{i}"))
     return params
 
 
