@@ -145,7 +145,7 @@ def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED
                 ) -> list[Scenario]:
     """One variant of ``scenario`` per crash point before its first crash.
 
-    Variant ``name@i.k`` crashes after the k-th effect (0: before any) of schedule step
+    Variant ``name.crash-i.k`` crashes after the k-th effect (0: before any) of schedule step
     i, a delivery, restores and re-delivers what is left in an interleaving drawn from
     ``seed``. ``k`` runs up to one past the step's effects under ``contract`` (the step
     completes, then the crash)."""
@@ -164,7 +164,7 @@ def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED
             rng = random.Random(f"{seed}:{i}:{k}")
             head = (*plain.schedule[:i], Step("deliver", step.record, k), Step("restore"))
             variants.append(scenario.with_schedule(_redeliver(rng, scenario.topology, head),
-                                                   f"{scenario.name}@{i}.{k}"))
+                                                   f"{scenario.name}.crash-{i}.{k}"))
     return variants
 
 
