@@ -31,7 +31,7 @@ from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.store import Completion, Entry, Invalidation, OrderEntry
 from replay_contract.model.topology import Key, Record, Topology
 
-from .state import CheckpointStorage, KeyState, Snapshot
+from .state import CheckpointStorage, Expected, KeyState, Snapshot
 from .store import ActionStateStore, Backend, Namespace, StoreError, StoreStats
 from .view import KeyName, LiveView, key_name
 
@@ -105,7 +105,7 @@ class RuntimeOperator:
         def finish() -> None:
             for ks in list(self._keys.values()):
                 if ks.expected:
-                    head = ks.expected[0]
+                    head = ks.expected.head
                     self._diverge(ks, head.position, head.identity, "end of input")
                 self._advance(ks)
 
@@ -203,7 +203,7 @@ class RuntimeOperator:
                      for r in ks.waiting})
         states = [self._key(key) for key in keys.values()]
         for ks in states:
-            ks.expected = list(self._view.recorded_order(ks.key, ks.next_position))
+            ks.expected = Expected(self._view.recorded_order(ks.key, ks.next_position))
             ks.diverge_at = None
         for ks in states:
             self._advance(ks)
@@ -218,23 +218,21 @@ class RuntimeOperator:
             return
         if c.split_order:
             arrived = {w.identity for w in ks.waiting} | {record.identity}
-            for r in ks.expected:
-                if r.channel == record.channel and r.offset < record.offset \
-                        and r.identity not in arrived:
-                    self.env.report(t.GiveUp(record.key, r.position, r.identity,
-                                             f"a later record of channel {record.channel!r} "
-                                             "arrived"))
-                    ks.expected = [e for e in ks.expected if e.position < r.position]
-                    ks.diverge_at = r.position if ks.diverge_at is None \
-                        else min(ks.diverge_at, r.position)
-                    break
+            r = ks.expected.first_missing(record.channel, record.offset, arrived)
+            if r is not None:
+                self.env.report(t.GiveUp(record.key, r.position, r.identity,
+                                         f"a later record of channel {record.channel!r} "
+                                         "arrived"))
+                ks.expected.keep_before(r.position)
+                ks.diverge_at = r.position if ks.diverge_at is None \
+                    else min(ks.diverge_at, r.position)
         ks.waiting.append(record)
         self._advance(ks)
         if any(w.identity == record.identity for w in ks.waiting):
-            awaiting = ks.expected[0].identity if ks.expected else ""
+            awaiting = ks.expected.head.identity if ks.expected else ""
             self.env.report(t.Wait(record.key, record.identity, awaiting))
             if len(ks.waiting) > c.give_up_after and ks.expected:
-                head = ks.expected[0]
+                head = ks.expected.head
                 self._diverge(ks, head.position, head.identity,
                               f"more than {c.give_up_after} inputs waited")
                 self._advance(ks)
@@ -243,7 +241,7 @@ class RuntimeOperator:
         """Accept what the recorded order allows, then what waits once it is exhausted."""
         while True:
             if ks.expected:
-                head = ks.expected[0]
+                head = ks.expected.head
                 match = next((w for w in ks.waiting if w.identity == head.identity), None)
                 if match is None:
                     return
@@ -251,7 +249,7 @@ class RuntimeOperator:
                     self._diverge(ks, head.position, head.identity,
                                   "the input came back changed")
                     continue
-                ks.expected.pop(0)
+                ks.expected.pop_head()
                 ks.waiting = [w for w in ks.waiting if w is not match]
                 self._accept(ks, match, recorded=True)
             elif ks.diverge_at is not None:
@@ -266,7 +264,7 @@ class RuntimeOperator:
         """The key's history diverges: void its saved suffix from the next position."""
         if missing:
             self.env.report(t.GiveUp(ks.key, position, missing, reason))
-        ks.expected, ks.diverge_at = [], None
+        ks.expected, ks.diverge_at = Expected(), None
         self._invalidate(ks.key, Invalidation(ks.key, ks.next_position))
 
     def _invalidate(self, key: Key, inv: Invalidation) -> None:
