@@ -96,9 +96,9 @@ def measure(backend: Any, name: str, inputs: int, keys: int, repeat: int,
             runs[contract.name].append(bench.throughput(backend, contract, inputs, keys))
     medians = {c: statistics.median(r.per_second for r in rs) for c, rs in runs.items()}
     throughput = []
-    for contract, rs in runs.items():
+    for contract_name, rs in runs.items():
         row = rs[len(rs) // 2].to_json()
-        row["inputs_per_s"] = round(medians[contract], 1)
+        row["inputs_per_s"] = round(medians[contract_name], 1)
         row["runs_inputs_per_s"] = [round(r.per_second, 1) for r in rs]
         throughput.append(row)
     ratio = medians[ORDERED.name] / medians[SEQNUM.name]
@@ -131,7 +131,7 @@ def report(results: dict[str, Any]) -> str:
         if "skipped" in figures:
             parts.append(f"{name}: skipped ({figures['skipped']})")
             continue
-        rows = [(name, r["contract"], str(r["inputs"]), str(r["keys"]),
+        rows: list[tuple[str, ...]] = [(name, r["contract"], str(r["inputs"]), str(r["keys"]),
                  f"{r['inputs_per_s']:.0f}", f"{r['writes_per_input']:.2f}",
                  f"{r['round_trips_per_input']:.2f}") for r in figures["throughput"]]
         parts.append(render(("backend", "contract", "inputs", "keys", "inputs/s",
