@@ -1,0 +1,83 @@
+"""``replay-contract bench`` on the in-memory store and on the real broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+SMALL = ["--inputs", "200", "--keys", "4", "--repeat", "1", "--replayed", "10,40",
+         "--pad", "0,2000"]
+
+
+def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "replay_contract", "bench", *args],
+                          capture_output=True, text=True, timeout=600, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def figures(backend: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = bench("--backend", backend, *SMALL, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "throughput" in result.stderr  # progress goes to stderr
+    data: dict[str, Any] = json.loads(result.stdout)["backends"][backend]
+    return data
+
+
+def check(data: dict[str, Any]) -> None:
+    by_contract = {r["contract"]: r for r in data["throughput"]}
+    assert set(by_contract) == {"ordered", "seqnum"}
+    for row in by_contract.values():
+        assert row["writes_per_input"] == 1.0  # the position rides with the completion
+        assert row["round_trips_per_input"] == 1.0
+    assert data["ratio_ordered_to_seqnum"] > 0
+    for row in data["recovery_by_replayed"]:
+        assert row["entries_read"] == row["replayed"]
+        repeated = 0 if row["contract"] == "ordered" else row["replayed"]
+        assert row["tool_calls_repeated"] == repeated
+    pads = data["recovery_by_entries_before_marker"]
+    assert [r["entries_before_marker"] for r in pads] == [0, 2000]
+    assert {r["entries_read"] for r in pads} == {40}  # never what lies before the marker
+
+
+def test_bench_on_the_memory_store() -> None:
+    check(figures("memory"))
+
+
+def test_bench_tables() -> None:
+    result = bench("--backend", "memory", *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert "ordered/seqnum throughput ratio" in result.stdout
+    assert "recovery vs inputs replayed for one key" in result.stdout
+
+
+def test_an_unknown_backend_is_one_line() -> None:
+    result = bench("--backend", "nope")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "unknown backend 'nope'" in result.stderr
+
+
+def test_bad_sizes_are_refused() -> None:
+    result = bench("--replayed", "ten")
+    assert result.returncode == 2 and "--replayed" in result.stderr
+
+
+@pytest.mark.kafka
+def test_bench_on_the_real_broker(kafka_bootstrap: str) -> None:
+    check(figures("kafka", env={"REPLAY_CONTRACT_KAFKA": kafka_bootstrap}))
+
+
+def test_bench_refuses_an_unreachable_broker() -> None:
+    result = bench("--backend", "kafka", env={"REPLAY_CONTRACT_KAFKA": "127.0.0.1:9"})
+    assert result.returncode == 2
+    assert "kafka at 127.0.0.1:9 is not reachable" in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+
+
+def test_bench_refuses_a_non_loopback_address() -> None:
+    result = bench("--backend", "kafka", env={"REPLAY_CONTRACT_KAFKA": "10.1.2.3:9092"})
+    assert result.returncode == 2 and "only 127.0.0.1:PORT" in result.stderr
