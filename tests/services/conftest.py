@@ -1,54 +1,5 @@
-"""Real servers for the tests, started through the command a user runs.
+"""The services tests use the shared server fixtures of ``tests/conftest.py``."""
 
-``kafka_bootstrap`` runs ``replay-contract services up kafka`` once per test session (in
-the repository root, so a broker that ``.ci/run`` or a developer started is reused) and
-``services down kafka`` at the end, only if this session started the broker.
-"""
+from servers import kafka_bootstrap, run_services, services_json
 
-from __future__ import annotations
-
-import json
-import subprocess
-import sys
-from collections.abc import Iterator, Mapping
-from pathlib import Path
-from typing import Any
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_services(
-    *args: str, env: Mapping[str, str] | None = None, timeout: float = 600.0
-) -> subprocess.CompletedProcess[str]:
-    """Run ``replay-contract services ARGS`` in the repository root."""
-    return subprocess.run(
-        [sys.executable, "-m", "replay_contract", "services", *args],
-        cwd=ROOT,
-        env=dict(env) if env is not None else None,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def services_json(*args: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The JSON info that ``services ARGS --json`` prints; fails the test on an error."""
-    result = run_services(*args, "--json", env=env)
-    if result.returncode not in (0, 3):
-        pytest.fail(f"services {' '.join(args)} exited {result.returncode}: {result.stderr}")
-    info: dict[str, Any] = json.loads(result.stdout)
-    return info
-
-
-@pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
-    """``host:port`` of a running Kafka broker on 127.0.0.1."""
-    info = services_json("up", "kafka")
-    try:
-        yield str(info["bootstrap"])
-    finally:
-        if not info["already_running"]:
-            run_services("down", "kafka")
+__all__ = ["kafka_bootstrap", "run_services", "services_json"]

@@ -1,0 +1,65 @@
+"""The real servers the tests need, started through the command a user runs.
+
+``kafka_bootstrap`` and ``fluss_bootstrap`` run ``replay-contract services up NAME``
+once per test session, in the repository root (so a server that a developer started is
+reused and left running), and ``services down NAME`` at the end, only when this session
+started the server. ``tests/conftest.py`` makes both visible to every test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_services(
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = 600.0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``replay-contract services ARGS`` in the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "replay_contract", "services", *args],
+        cwd=ROOT,
+        env=dict(env) if env is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def services_json(*args: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The JSON info that ``services ARGS --json`` prints; fails the test on an error."""
+    result = run_services(*args, "--json", env=env)
+    if result.returncode not in (0, 3):
+        pytest.fail(f"services {' '.join(args)} exited {result.returncode}: {result.stderr}")
+    info: dict[str, Any] = json.loads(result.stdout)
+    return info
+
+
+def _server(name: str) -> Iterator[str]:
+    info = services_json("up", name)
+    try:
+        yield str(info["bootstrap"])
+    finally:
+        if not info.get("already_running"):
+            run_services("down", name)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """``host:port`` of a running Kafka broker on 127.0.0.1."""
+    yield from _server("kafka")
+
+
+@pytest.fixture(scope="session")
+def fluss_bootstrap() -> Iterator[str]:
+    """``host:port`` of the coordinator of a running one-node Fluss cluster on 127.0.0.1."""
+    yield from _server("fluss")
