@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .kafka_store import KafkaBackend
+from .kafka_store import KafkaBackend, loopback_only
 from .operator import RuntimeOperator
-from .store import StoreError, StoreUnavailable
+from .store import StoreUnavailable
 
 ENV = "REPLAY_CONTRACT_KAFKA"
-LOOPBACK = "127.0.0.1"
 PROBE_TIMEOUT = 5.0
 
 
@@ -36,11 +35,7 @@ def bootstrap_address() -> str:
             raise KafkaUnavailable("kafka: no broker is running; start one with "
                                    f"`replay-contract services up kafka` or set {ENV}")
         address = str(info["bootstrap"])
-    host, _, port = address.rpartition(":")
-    if host != LOOPBACK or not port.isdigit():
-        raise StoreError(f"kafka: refusing bootstrap address {address!r}: only "
-                         f"{LOOPBACK}:PORT is allowed")
-    return address
+    return loopback_only(address)
 
 
 def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:

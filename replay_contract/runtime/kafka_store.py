@@ -45,6 +45,18 @@ LOG.propagate = False
 TOPIC_CONFIG = {"cleanup.policy": "compact", "min.insync.replicas": "1"}
 
 
+LOOPBACK = "127.0.0.1"
+
+
+def loopback_only(address: str) -> str:
+    """``address`` when it is ``127.0.0.1:PORT``; anything else is refused in one line."""
+    host, _, port = address.rpartition(":")
+    if host != LOOPBACK or not port.isdigit():
+        raise StoreError(f"kafka: refusing bootstrap address {address!r}: only "
+                         f"{LOOPBACK}:PORT is allowed")
+    return address
+
+
 def _client_config(bootstrap: str, timeout: float) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
@@ -61,7 +73,7 @@ class KafkaStore:
 
     def __init__(self, bootstrap: str, topic: str, partition: int = 0, *,
                  timeout: float = 30.0) -> None:
-        self.bootstrap, self.topic, self.partition = bootstrap, topic, partition
+        self.bootstrap, self.topic, self.partition = loopback_only(bootstrap), topic, partition
         self.timeout = timeout
         self.stats = StoreStats()
         self._producer: Producer | None = None
@@ -260,7 +272,7 @@ class KafkaBackend:
 
     def __init__(self, bootstrap: str, *, timeout: float = 30.0, partitions: int = 1,
                  prefix: str = "replay-contract") -> None:
-        self.bootstrap, self.timeout = bootstrap, timeout
+        self.bootstrap, self.timeout = loopback_only(bootstrap), timeout
         self.partitions, self.prefix = partitions, prefix
         self._admin: AdminClient | None = None
 
