@@ -45,9 +45,16 @@ class Capabilities:
 class Crashed(Exception):
     """Raised by the environment when a step reaches the effect it must crash after.
 
-    An implementation lets it propagate (or raises it itself from its own durable
-    writes, see :meth:`Environment.effect`): its in-memory state is then lost, as in a
-    real crash, and the suite calls :meth:`Implementation.restore` next.
+    An implementation lets it propagate out of :meth:`Implementation.deliver` or
+    :meth:`Implementation.restore`: its in-memory state is then lost, as in a real
+    crash. The suite does not call :meth:`Implementation.crash` after it; its next call
+    is :meth:`Implementation.restore` (or :meth:`Implementation.close`).
+
+    ``crash_after`` N > 0 raises right after the N-th effect of the step (the tool was
+    called, the write is durable). ``crash_after`` 0 raises at the step's first call to
+    the environment, whatever it is, before doing it; so report the step's first
+    decision (``Accept``, ``Wait``, ``GiveUp``) before its first durable write. Any call
+    after a ``Crashed`` within the same step raises again and fails the scenario.
     """
 
 
@@ -96,7 +103,10 @@ class Implementation(Protocol):
         final memory."""
 
     def close(self) -> None:
-        """Release every resource (topics, tables, connections, processes)."""
+        """Release what this scenario used (topics, tables, connections). The suite
+        opens the same object again for the next scenario; an implementation that keeps
+        something running across scenarios (a subprocess) may have an optional
+        ``shutdown()`` method, which the suite calls once at the end."""
 
 
 #: Builds an implementation; a target name maps to one of these.
