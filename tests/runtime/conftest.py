@@ -1,35 +1,19 @@
 """Fixtures of the runtime tests.
 
-``kafka_bootstrap`` is the session fixture of ``tests/services/conftest.py`` (a broker
-started through ``replay-contract services up kafka``), shared here without a copy.
-``private_kafka`` starts a second broker of this session's own, in a temporary state
-folder, through the same command: the fault tests stop and restart it, which must not
-disturb the shared one.
+``kafka_bootstrap`` (the broker ``replay-contract services up kafka`` starts) comes from
+``tests/conftest.py``. ``private_kafka`` starts a second broker of this session's own, in
+a temporary state folder, through the same command: the fault tests stop and restart it,
+which must not disturb the shared one.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _services_conftest():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "replay_contract_tests_services_conftest", ROOT / "tests" / "services" / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-services = _services_conftest()
-kafka_bootstrap = services.kafka_bootstrap
+from servers import run_services, services_json
 
 
 class PrivateKafka:
@@ -40,12 +24,12 @@ class PrivateKafka:
         self.bootstrap = ""
 
     def up(self) -> str:
-        info = services.services_json("up", "kafka", env=self.env)
+        info = services_json("up", "kafka", env=self.env)
         self.bootstrap = str(info["bootstrap"])
         return self.bootstrap
 
     def down(self) -> None:
-        result = services.run_services("down", "kafka", env=self.env)
+        result = run_services("down", "kafka", env=self.env)
         assert result.returncode == 0, result.stderr
 
 

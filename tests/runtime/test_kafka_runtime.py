@@ -13,7 +13,7 @@ from replay_contract.model.run import simulate
 from replay_contract.model.store import Completion, OrderEntry
 from replay_contract.model.topology import Record, same_key
 from replay_contract.runtime import codec
-from replay_contract.runtime.kafka_store import KafkaBackend, KafkaNamespace, KafkaStore
+from replay_contract.runtime.kafka_store import LOG, KafkaBackend, KafkaNamespace, KafkaStore
 from replay_contract.runtime.operator import RuntimeOperator
 from replay_contract.runtime.store import RecordError
 
@@ -97,7 +97,7 @@ def test_an_undecodable_record_is_refused_with_its_place(backend) -> None:  # ty
     try:
         store = namespace.connect()
         store.append([OrderEntry("K", 0, "A", "d"), OrderEntry("K", 1, "B", "d")])
-        producer = Producer({"bootstrap.servers": backend.bootstrap})
+        producer = Producer({"bootstrap.servers": backend.bootstrap, "logger": LOG})
         producer.produce(namespace.topic, key=b"s1:x", value=b"{not json", partition=0)
         assert producer.flush(20) == 0
         store.append([OrderEntry("K", 2, "C", "d")])
@@ -123,7 +123,7 @@ def test_a_restore_over_an_undecodable_record_fails_instead_of_skipping_it(backe
         first = scenario.topology.records[0]
         impl.deliver(first)
         assert isinstance(impl.namespace, KafkaNamespace)
-        producer = Producer({"bootstrap.servers": backend.bootstrap})
+        producer = Producer({"bootstrap.servers": backend.bootstrap, "logger": LOG})
         producer.produce(impl.namespace.topic, key=b"junk", value=b'{"schema": 7}', partition=0)
         assert producer.flush(20) == 0
         impl.crash()
