@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from replay_contract.model import trace as t
@@ -244,9 +245,13 @@ class ProcessImplementation:
             self._request({"op": "close"})
 
     def shutdown(self) -> None:
-        """Stop the program at the end of a suite: close its input, wait for it."""
+        """Stop the program at the end of a suite: close its input, wait for it. Its
+        standard error log is removed when the program wrote nothing there."""
         self._kill(grace=5.0)
         self._stderr.close()
+        log = Path(self._stderr.name)
+        if log.exists() and log.stat().st_size == 0:
+            log.unlink()
 
     def _kill(self, grace: float = 0.0) -> None:
         proc, self._proc = self._proc, None
