@@ -1,0 +1,501 @@
+"""The action state store in Fluss tables (pyfluss).
+
+One namespace is one Fluss database (``rc_<hex>``) of three tables; a run gets a database
+of its own, so runs and tests never see each other's rows. Every table name carries the
+version of its layout (``_v1``) and every row a ``schema`` column.
+
+``log_v1`` (log table, one bucket)
+    every entry (completion, order entry, invalidation) in append order: the form that
+    survives a crash and is read back in order. One bucket, because Fluss orders rows
+    only within a bucket. A row holds the entry's record key and value (:mod:`.codec`),
+    the client entry id ``(generation, seq)`` of the client that wrote it, and ``at``,
+    the entry id that client gave it.
+``completions_v1`` (primary-key table, key ``record_key``)
+    the point-lookup index: each completion under the injective record key of
+    :mod:`.codec` (business key, position, input, causal path, reads), with its entry id.
+    :meth:`FlussStore.lookup` answers from it; recovery never needs it.
+``writers_v1`` (primary-key table, key ``(lineage, generation)``)
+    one row per store client: its generation (1, 2, ...) and ``start``, the end of the log
+    when it registered.
+
+Entry ids are assigned by the client, not read back from the server: a client registers
+with ``start`` = the log end it sees, then numbers its entries ``start``, ``start + 1``,
+... in append order. Fluss returns no offsets on write, and asking for them would cost a
+round trip per append; the ids are instead chosen so that every entry's id is at most its
+offset in ``log_v1`` and ids grow along the log, so ``read(marker)`` starts the scan at
+offset ``marker`` and keeps the rows whose ``at`` is at least ``marker``.
+
+Writes whose outcome is unknown
+    A write that times out may still land later (pyfluss keeps retrying, and the server
+    applies it when it comes back). Within one client, a retry re-sends the same rows,
+    with the same client entry ids; a reader keeps the first row of each id. Once a
+    client gave up (and the runtime restored with a new client), its rows must not appear
+    behind the new client's back: a row of generation ``g`` at offset ``o`` counts only
+    if no later generation registered with ``start <= o``. A row that landed before the
+    new client registered is read by it (the save happened, then the crash); one that
+    lands after is ignored by every reader. Registration reads all generations, so
+    connecting costs two round trips; clients of one namespace never run concurrently.
+
+A row that cannot be decoded stops the read with :class:`~.store.RecordError` naming the
+table, bucket and offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+import fluss
+import pyarrow as pa
+
+from replay_contract.model.store import Completion, Entry
+
+from . import codec
+from .store import ActionStateStore, RecordError, StoreError, StoreStats, StoreUnavailable
+
+#: Version of the table layout (in the table names and in every row's ``schema``).
+TABLE_SCHEMA = 1
+LOG = f"log_v{TABLE_SCHEMA}"
+COMPLETIONS = f"completions_v{TABLE_SCHEMA}"
+WRITERS = f"writers_v{TABLE_SCHEMA}"
+LINEAGE = "log"
+BUCKET = 0
+RETRY_PAUSE = 0.2
+CLOSE_TIMEOUT = 3.0
+POLL_MS = 100
+
+LOG_COLUMNS = pa.schema([
+    pa.field("schema", pa.int32()), pa.field("generation", pa.int64()),
+    pa.field("seq", pa.int64()), pa.field("at", pa.int64()),
+    pa.field("record_key", pa.binary()), pa.field("value", pa.binary())])
+COMPLETION_COLUMNS = pa.schema([
+    pa.field("record_key", pa.binary(), nullable=False), pa.field("schema", pa.int32()),
+    pa.field("entry_id", pa.int64()), pa.field("generation", pa.int64()),
+    pa.field("value", pa.binary())])
+WRITER_COLUMNS = pa.schema([
+    pa.field("lineage", pa.string(), nullable=False),
+    pa.field("generation", pa.int64(), nullable=False),
+    pa.field("schema", pa.int32()), pa.field("start", pa.int64()),
+    pa.field("client", pa.string())])
+
+T = TypeVar("T")
+
+
+def tables() -> dict[str, fluss.TableDescriptor]:
+    """The descriptors of a namespace's tables, by name."""
+    return {
+        LOG: fluss.TableDescriptor(fluss.Schema(LOG_COLUMNS), bucket_count=1),
+        COMPLETIONS: fluss.TableDescriptor(
+            fluss.Schema(COMPLETION_COLUMNS, primary_keys=["record_key"]), bucket_count=1),
+        WRITERS: fluss.TableDescriptor(
+            fluss.Schema(WRITER_COLUMNS, primary_keys=["lineage", "generation"]),
+            bucket_count=1, bucket_keys=["lineage"]),
+    }
+
+
+def client_config(bootstrap: str) -> fluss.Config:
+    config = fluss.Config({"bootstrap.servers": bootstrap})
+    config.writer_batch_timeout_ms = 0  # the runtime waits for every batch anyway
+    config.writer_acks = "all"
+    return config
+
+
+class Loop:
+    """A private event loop that runs pyfluss coroutines to completion, each bounded."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._loop: asyncio.AbstractEventLoop | None = asyncio.new_event_loop()
+
+    def run(self, make: Callable[[], Coroutine[Any, Any, T]], timeout: float, what: str) -> T:
+        """``make()`` run within ``timeout`` seconds; :class:`StoreUnavailable` past it."""
+        if self._loop is None:
+            raise StoreError(f"{self.where}: the client is closed")
+
+        async def bounded() -> T:
+            return await asyncio.wait_for(make(), max(timeout, 0.01))
+
+        try:
+            return self._loop.run_until_complete(bounded())
+        except TimeoutError:
+            raise StoreUnavailable(f"{self.where}: {what} did not finish within "
+                                   f"{timeout:.0f} s") from None
+
+    def retrying(self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float,
+                 what: str, timeout: float) -> T:
+        """``make()`` again after each :class:`fluss.FlussError` until ``deadline``."""
+        while True:
+            try:
+                return self.run(make, deadline - time.monotonic(), what)
+            except fluss.FlussError as exc:
+                if time.monotonic() + RETRY_PAUSE >= deadline:
+                    raise StoreUnavailable(f"{self.where}: {what} failed within "
+                                           f"{timeout:.0f} s ({one_line(exc)})") from None
+                time.sleep(RETRY_PAUSE)
+
+    def close(self, closing: Callable[[], Awaitable[None]] | None = None) -> None:
+        if self._loop is None:
+            return
+        if closing is not None:
+            async def close() -> None:
+                await closing()
+
+            with contextlib.suppress(Exception):
+                self._loop.run_until_complete(asyncio.wait_for(close(), CLOSE_TIMEOUT))
+        self._loop.close()
+        self._loop = None
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+class FlussStore:
+    """A client of one namespace's tables (see the module docstring)."""
+
+    def __init__(self, bootstrap: str, database: str, *, timeout: float = 30.0) -> None:
+        self.bootstrap, self.database, self.timeout = bootstrap, database, timeout
+        self.stats = StoreStats()
+        self.where = f"fluss at {bootstrap}"
+        self._loop = Loop(self.where)
+        self._conn: fluss.FlussConnection | None = None
+        self._log: fluss.FlussTable | None = None
+        self._log_writer: fluss.AppendWriter | None = None
+        self._index_writer: fluss.UpsertWriter | None = None
+        self.generation = 0
+        self._seq = 0
+        self._end = 0
+        self._broken: str | None = None
+        self._closed = False
+
+    def _path(self, table: str) -> fluss.TablePath:
+        return fluss.TablePath(self.database, table)
+
+    def _name(self, table: str) -> str:
+        return f"{self.database}.{table}"
+
+    # -- connecting and registering -------------------------------------------------------
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StoreError(f"fluss table {self._name(LOG)}: the client is closed")
+        if self._broken is not None:
+            raise StoreUnavailable(f"{self.where}: the client failed earlier "
+                                   f"({self._broken}); restore the runtime")
+        if self._conn is None:
+            self._guard(self._register)
+
+    def _guard(self, step: Callable[[], T]) -> T:
+        """Run ``step``; a failure leaves the client broken (the runtime restores)."""
+        try:
+            return step()
+        except StoreUnavailable as exc:
+            self._broken = str(exc).removeprefix(f"{self.where}: ")
+            raise
+
+    def _register(self) -> None:
+        deadline = time.monotonic() + self.timeout
+
+        async def connect() -> None:
+            conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
+            self._conn = conn
+            self._log = await conn.get_table(self._path(LOG))
+            self._log_writer = self._log.new_append().create_writer()
+            index = await conn.get_table(self._path(COMPLETIONS))
+            self._index_writer = index.new_upsert().create_writer()
+
+        self._loop.retrying(connect, deadline, f"connecting to database {self.database}",
+                            self.timeout)
+        generations = self._generations(deadline)
+        start = self._log_end(deadline)
+        generation = max(generations, default=0) + 1
+        row = {"lineage": LINEAGE, "generation": generation, "schema": TABLE_SCHEMA,
+               "start": start, "client": uuid.uuid4().hex}
+
+        async def upsert() -> None:
+            assert self._conn is not None
+            table = await self._conn.get_table(self._path(WRITERS))
+            writer = table.new_upsert().create_writer()
+            writer.upsert(row)
+            await writer.flush()
+
+        self._loop.retrying(upsert, deadline, f"registering in table {self._name(WRITERS)}",
+                            self.timeout)
+        self.stats.round_trips += 1
+        self.generation, self._end, self._seq = generation, start, 0
+
+    def _generations(self, deadline: float) -> dict[int, int]:
+        """Every registered generation with its ``start``."""
+        async def lookup() -> list[dict[str, object]]:
+            assert self._conn is not None
+            table = await self._conn.get_table(self._path(WRITERS))
+            return await table.new_lookup().lookup_by(["lineage"]).create_lookuper().lookup(
+                {"lineage": LINEAGE})
+
+        rows = self._loop.retrying(lookup, deadline,
+                                   f"reading table {self._name(WRITERS)}", self.timeout)
+        self.stats.round_trips += 1
+        found: dict[int, int] = {}
+        for row in rows:
+            generation, start = row.get("generation"), row.get("start")
+            if row.get("schema") != TABLE_SCHEMA or not isinstance(generation, int) \
+                    or not isinstance(start, int):
+                raise RecordError(f"fluss table {self._name(WRITERS)} bucket {BUCKET}: "
+                                  f"cannot decode the row {row!r:.80}")
+            found[generation] = start
+        return found
+
+    def _log_end(self, deadline: float) -> int:
+        async def latest() -> dict[int, int]:
+            assert self._conn is not None
+            return await self._conn.get_admin().list_offsets(
+                self._path(LOG), [BUCKET], fluss.OffsetSpec.latest())
+
+        offsets = self._loop.retrying(latest, deadline,
+                                      f"asking for the end of table {self._name(LOG)}",
+                                      self.timeout)
+        self.stats.round_trips += 1
+        return int(offsets[BUCKET])
+
+    # -- the ActionStateStore protocol ----------------------------------------------------
+
+    def append(self, entries: Sequence[Entry]) -> list[int]:
+        self._check()
+        return self._guard(lambda: self._append(entries))
+
+    def _append(self, entries: Sequence[Entry]) -> list[int]:
+        ids = [self._end + i for i in range(len(entries))]
+        rows = [{"schema": TABLE_SCHEMA, "generation": self.generation, "seq": self._seq + i,
+                 "at": ids[i], "record_key": codec.record_key(e), "value": codec.encode(e)}
+                for i, e in enumerate(entries)]
+        index = [{"record_key": r["record_key"], "schema": TABLE_SCHEMA, "entry_id": r["at"],
+                  "generation": self.generation, "value": r["value"]}
+                 for r, e in zip(rows, entries, strict=True) if isinstance(e, Completion)]
+
+        async def write() -> None:
+            assert self._log_writer is not None and self._index_writer is not None
+            for row in rows:  # a retry re-sends the same client entry ids
+                self._log_writer.append(row)
+            for row in index:
+                self._index_writer.upsert(row)
+            flushes = [self._log_writer.flush()]
+            if index:
+                flushes.append(self._index_writer.flush())
+            await asyncio.gather(*flushes)
+
+        self._loop.retrying(write, time.monotonic() + self.timeout,
+                            f"writing {len(rows)} row(s) to table {self._name(LOG)}",
+                            self.timeout)
+        self.stats.batches += 1
+        self.stats.round_trips += 2 if index else 1
+        self.stats.writes += len(rows)
+        self._end += len(rows)
+        self._seq += len(rows)
+        return ids
+
+    def read(self, marker: int) -> list[tuple[int, Entry]]:
+        self._check()
+        return self._guard(lambda: self._read(marker))
+
+    def _read(self, marker: int) -> list[tuple[int, Entry]]:
+        deadline = time.monotonic() + self.timeout
+        generations = self._generations(deadline)
+        high = self._log_end(deadline)
+        if marker >= high:
+            return []
+        cutoff = _cutoffs(generations)
+        rows = self._scan(max(marker, 0), high, deadline)
+        found: list[tuple[int, Entry]] = []
+        seen: set[tuple[int, int]] = set()
+        for offset, row in rows:
+            generation, seq, at = self._ids(offset, row, generations)
+            if offset >= cutoff.get(generation, high) or (generation, seq) in seen \
+                    or at < marker:
+                continue  # landed after a later client registered; a retried copy; older
+            seen.add((generation, seq))
+            if found and at <= found[-1][0]:
+                raise self._record_error(offset, f"entry id {at} does not follow "
+                                         f"{found[-1][0]}")
+            found.append((at, self._entry(offset, row)))
+        self.stats.reads += len(found)
+        return found
+
+    def _scan(self, start: int, high: int, deadline: float) -> list[tuple[int, dict[str, Any]]]:
+        """Every row of the log from offset ``start`` to ``high`` (exclusive)."""
+        assert self._log is not None
+        log = self._log
+
+        async def scan() -> list[tuple[int, dict[str, Any]]]:
+            scanner = await log.new_scan().create_log_scanner()
+            scanner.subscribe(BUCKET, start)
+            got: list[tuple[int, dict[str, Any]]] = []
+            while not got or got[-1][0] + 1 < high:
+                batch = await scanner.poll(POLL_MS)
+                if batch.count():
+                    self.stats.round_trips += 1
+                got.extend((r.offset, r.row) for r in batch if r.offset < high)
+            return got
+
+        return self._loop.retrying(scan, deadline, f"reading table {self._name(LOG)} bucket "
+                                   f"{BUCKET} from offset {start} to {high}", self.timeout)
+
+    def _ids(self, offset: int, row: dict[str, Any], generations: dict[int, int]
+             ) -> tuple[int, int, int]:
+        if row.get("schema") != TABLE_SCHEMA:
+            raise self._record_error(offset, f"table schema version {row.get('schema')!r} "
+                                     f"is not {TABLE_SCHEMA}")
+        generation, seq, at = (row.get(name) for name in ("generation", "seq", "at"))
+        if not (isinstance(generation, int) and isinstance(seq, int) and isinstance(at, int)):
+            raise self._record_error(offset, "generation, seq or at is missing")
+        if generation not in generations:
+            raise self._record_error(offset, f"generation {generation} never registered")
+        return generation, seq, at
+
+    def _entry(self, offset: int, row: dict[str, Any]) -> Entry:
+        key, value = row.get("record_key"), row.get("value")
+        try:
+            if not isinstance(key, bytes) or not isinstance(value, bytes):
+                raise codec.DecodeError("record_key or value is not bytes")
+            return codec.decode(key, value)
+        except codec.DecodeError as exc:
+            raise self._record_error(offset, str(exc)) from None
+
+    def _record_error(self, offset: int, why: str) -> RecordError:
+        return RecordError(f"fluss table {self._name(LOG)} bucket {BUCKET} offset {offset}: "
+                           f"cannot decode the row: {why}")
+
+    def end(self) -> int:
+        self._check()
+        return self._end
+
+    def lookup(self, entry: Completion) -> tuple[int, Completion] | None:
+        """The completion saved under ``entry``'s record key, with its entry id, from the
+        point-lookup index (the latest one saved under that key), or ``None``."""
+        self._check()
+        key = codec.record_key(entry)
+
+        async def lookup() -> dict[str, object] | None:
+            assert self._conn is not None
+            table = await self._conn.get_table(self._path(COMPLETIONS))
+            return await table.new_lookup().create_lookuper().lookup({"record_key": key})
+
+        row = self._guard(lambda: self._loop.retrying(
+            lookup, time.monotonic() + self.timeout,
+            f"looking up table {self._name(COMPLETIONS)}", self.timeout))
+        self.stats.round_trips += 1
+        if row is None:
+            return None
+        value, entry_id = row.get("value"), row.get("entry_id")
+        try:
+            if row.get("schema") != TABLE_SCHEMA or not isinstance(value, bytes) \
+                    or not isinstance(entry_id, int):
+                raise codec.DecodeError("schema, value or entry_id is not valid")
+            found = codec.decode(key, value)
+        except codec.DecodeError as exc:
+            raise RecordError(f"fluss table {self._name(COMPLETIONS)}: cannot decode the row "
+                              f"of {key!r:.60}: {exc}") from None
+        assert isinstance(found, Completion)
+        return entry_id, found
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        conn, self._conn = self._conn, None
+        self._log_writer = self._index_writer = None
+        self._loop.close(conn.close if conn is not None else None)
+
+
+def _cutoffs(generations: dict[int, int]) -> dict[int, int]:
+    """For each generation, the first offset at which its rows no longer count: the
+    smallest ``start`` of any later generation."""
+    cutoff: dict[int, int] = {}
+    later: int | None = None
+    for generation in sorted(generations, reverse=True):
+        if later is not None:
+            cutoff[generation] = later
+        start = generations[generation]
+        later = start if later is None else min(later, start)
+    return cutoff
+
+
+class FlussNamespace:
+    """One database of store tables."""
+
+    def __init__(self, backend: FlussBackend, database: str) -> None:
+        self.backend, self.database = backend, database
+        self.name = database
+
+    def connect(self) -> ActionStateStore:
+        return FlussStore(self.backend.bootstrap, self.database, timeout=self.backend.timeout)
+
+    def drop(self) -> None:
+        self.backend.drop_database(self.database)
+
+
+class FlussBackend:
+    """Store databases on one cluster; ``namespace()`` creates a new database per run."""
+
+    name = "fluss"
+
+    def __init__(self, bootstrap: str, *, timeout: float = 30.0,
+                 prefix: str = "rc") -> None:
+        self.bootstrap, self.timeout, self.prefix = bootstrap, timeout, prefix
+        self.where = f"fluss at {bootstrap}"
+        self._loop = Loop(self.where)
+        self._conn: fluss.FlussConnection | None = None
+
+    def _admin(self) -> Callable[[], Coroutine[Any, Any, fluss.FlussAdmin]]:
+        async def admin() -> fluss.FlussAdmin:
+            if self._conn is None:
+                self._conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
+            return self._conn.get_admin()
+        return admin
+
+    def namespace(self) -> FlussNamespace:
+        database = f"{self.prefix}_{uuid.uuid4().hex[:12]}"
+        self.create_database(database)
+        return FlussNamespace(self, database)
+
+    def create_database(self, database: str) -> None:
+        admin = self._admin()
+
+        async def create() -> None:
+            a = await admin()
+            await a.create_database(database, ignore_if_exists=True)
+            for table, descriptor in tables().items():
+                await a.create_table(fluss.TablePath(database, table), descriptor,
+                                     ignore_if_exists=True)
+            # ready once the log's bucket has a leader
+            await a.list_offsets(fluss.TablePath(database, LOG), [BUCKET],
+                                 fluss.OffsetSpec.latest())
+
+        self._loop.retrying(create, time.monotonic() + self.timeout,
+                            f"creating database {database}", self.timeout)
+
+    def drop_database(self, database: str) -> None:
+        """Drop ``database``; a cluster that is gone by now leaves it behind, silently."""
+        admin = self._admin()
+
+        async def drop() -> None:
+            a = await admin()
+            await a.drop_database(database, ignore_if_not_exists=True, cascade=True)
+
+        with contextlib.suppress(StoreError, fluss.FlussError):
+            self._loop.run(drop, min(self.timeout, 10.0), f"dropping database {database}")
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        self._loop.close(conn.close if conn is not None else None)
+
+
+def backend() -> FlussBackend:
+    """The benchmark's ``fluss`` backend (see :func:`replay_contract.runtime.fluss.backend`)."""
+    from .fluss import backend as reachable
+
+    return reachable()
