@@ -23,7 +23,8 @@ from replay_contract.conformance.runner import observe
 from replay_contract.conformance.suite import cases, run_all
 from replay_contract.model import catalogue
 from replay_contract.model import trace as t
-from replay_contract.model.agent import Agent, Path as ActionPath
+from replay_contract.model.agent import Agent
+from replay_contract.model.agent import Path as ActionPath
 from replay_contract.model.contracts import CONTRACTS, ORDERED
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Scenario, loads
