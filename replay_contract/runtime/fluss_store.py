@@ -66,6 +66,8 @@ LINEAGE = "log"
 BUCKET = 0
 RETRY_PAUSE = 0.2
 CLOSE_TIMEOUT = 3.0
+#: Bound of one attempt of an operation that may safely run twice (a read, a lookup).
+ATTEMPT = 5.0
 POLL_MS = 100
 
 LOG_COLUMNS = pa.schema([
@@ -126,16 +128,25 @@ class Loop:
                                    f"{timeout:.0f} s") from None
 
     def retrying(self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float,
-                 what: str, timeout: float) -> T:
-        """``make()`` again after each :class:`fluss.FlussError` until ``deadline``."""
+                 what: str, timeout: float, attempt: float | None = None) -> T:
+        """``make()`` again after each :class:`fluss.FlussError` until ``deadline``; with
+        ``attempt``, also after an attempt that takes longer than that (only for what may
+        safely run twice)."""
         while True:
+            remaining = deadline - time.monotonic()
             try:
-                return self.run(make, deadline - time.monotonic(), what)
+                return self.run(make, min(remaining, attempt or remaining), what)
             except fluss.FlussError as exc:
-                if time.monotonic() + RETRY_PAUSE >= deadline:
-                    raise StoreUnavailable(f"{self.where}: {what} failed within "
-                                           f"{timeout:.0f} s ({one_line(exc)})") from None
-                time.sleep(RETRY_PAUSE)
+                why = one_line(exc)
+            except StoreUnavailable as exc:
+                if attempt is None or remaining <= attempt:
+                    raise StoreUnavailable(f"{self.where}: {what} did not finish within "
+                                           f"{timeout:.0f} s") from None
+                why = str(exc)
+            if time.monotonic() + RETRY_PAUSE >= deadline:
+                raise StoreUnavailable(f"{self.where}: {what} failed within {timeout:.0f} s "
+                                       f"({why})") from None
+            time.sleep(RETRY_PAUSE)
 
     def close(self, closing: Callable[[], Awaitable[None]] | None = None) -> None:
         if self._loop is None:
@@ -167,6 +178,8 @@ class FlussStore:
         self._log: fluss.FlussTable | None = None
         self._log_writer: fluss.AppendWriter | None = None
         self._index_writer: fluss.UpsertWriter | None = None
+        self._writers: fluss.FlussTable | None = None
+        self._known: dict[int, int] = {}
         self.generation = 0
         self._seq = 0
         self._end = 0
@@ -199,28 +212,33 @@ class FlussStore:
             raise
 
     def _register(self) -> None:
+        """Connect, then register as the next generation, starting at the log's end."""
         deadline = time.monotonic() + self.timeout
 
         async def connect() -> None:
-            conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
-            self._conn = conn
+            if self._conn is None:
+                self._conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
+            conn = self._conn
             self._log = await conn.get_table(self._path(LOG))
             self._log_writer = self._log.new_append().create_writer()
             index = await conn.get_table(self._path(COMPLETIONS))
             self._index_writer = index.new_upsert().create_writer()
+            self._writers = await conn.get_table(self._path(WRITERS))
 
         self._loop.retrying(connect, deadline, f"connecting to database {self.database}",
-                            self.timeout)
-        generations = self._generations(deadline)
-        start = self._log_end(deadline)
+                            self.timeout, ATTEMPT)
+        generations, start = self._loop.retrying(
+            self._generations_and_end, deadline,
+            f"reading tables {self._name(WRITERS)} and {self._name(LOG)}", self.timeout,
+            ATTEMPT)
+        self.stats.round_trips += 2
         generation = max(generations, default=0) + 1
         row = {"lineage": LINEAGE, "generation": generation, "schema": TABLE_SCHEMA,
                "start": start, "client": uuid.uuid4().hex}
 
         async def upsert() -> None:
-            assert self._conn is not None
-            table = await self._conn.get_table(self._path(WRITERS))
-            writer = table.new_upsert().create_writer()
+            assert self._writers is not None
+            writer = self._writers.new_upsert().create_writer()
             writer.upsert(row)
             await writer.flush()
 
@@ -228,18 +246,17 @@ class FlussStore:
                             self.timeout)
         self.stats.round_trips += 1
         self.generation, self._end, self._seq = generation, start, 0
+        # No other client of this namespace registers while this one runs.
+        self._known = {**generations, generation: start}
 
-    def _generations(self, deadline: float) -> dict[int, int]:
-        """Every registered generation with its ``start``."""
-        async def lookup() -> list[dict[str, object]]:
-            assert self._conn is not None
-            table = await self._conn.get_table(self._path(WRITERS))
-            return await table.new_lookup().lookup_by(["lineage"]).create_lookuper().lookup(
-                {"lineage": LINEAGE})
-
-        rows = self._loop.retrying(lookup, deadline,
-                                   f"reading table {self._name(WRITERS)}", self.timeout)
-        self.stats.round_trips += 1
+    async def _generations_and_end(self) -> tuple[dict[int, int], int]:
+        """Every registered generation with its ``start``, and the end of the log."""
+        assert self._conn is not None and self._writers is not None
+        lookuper = self._writers.new_lookup().lookup_by(["lineage"]).create_lookuper()
+        rows, offsets = await asyncio.gather(
+            lookuper.lookup({"lineage": LINEAGE}),
+            self._conn.get_admin().list_offsets(self._path(LOG), [BUCKET],
+                                                fluss.OffsetSpec.latest()))
         found: dict[int, int] = {}
         for row in rows:
             generation, start = row.get("generation"), row.get("start")
@@ -248,7 +265,7 @@ class FlussStore:
                 raise RecordError(f"fluss table {self._name(WRITERS)} bucket {BUCKET}: "
                                   f"cannot decode the row {row!r:.80}")
             found[generation] = start
-        return found
+        return found, int(offsets[BUCKET])
 
     def _log_end(self, deadline: float) -> int:
         async def latest() -> dict[int, int]:
@@ -258,7 +275,7 @@ class FlussStore:
 
         offsets = self._loop.retrying(latest, deadline,
                                       f"asking for the end of table {self._name(LOG)}",
-                                      self.timeout)
+                                      self.timeout, ATTEMPT)
         self.stats.round_trips += 1
         return int(offsets[BUCKET])
 
@@ -304,7 +321,7 @@ class FlussStore:
 
     def _read(self, marker: int) -> list[tuple[int, Entry]]:
         deadline = time.monotonic() + self.timeout
-        generations = self._generations(deadline)
+        generations = self._known
         high = self._log_end(deadline)
         if marker >= high:
             return []
@@ -342,7 +359,8 @@ class FlussStore:
             return got
 
         return self._loop.retrying(scan, deadline, f"reading table {self._name(LOG)} bucket "
-                                   f"{BUCKET} from offset {start} to {high}", self.timeout)
+                                   f"{BUCKET} from offset {start} to {high}", self.timeout,
+                                   ATTEMPT)
 
     def _ids(self, offset: int, row: dict[str, Any], generations: dict[int, int]
              ) -> tuple[int, int, int]:
@@ -386,7 +404,7 @@ class FlussStore:
 
         row = self._guard(lambda: self._loop.retrying(
             lookup, time.monotonic() + self.timeout,
-            f"looking up table {self._name(COMPLETIONS)}", self.timeout))
+            f"looking up table {self._name(COMPLETIONS)}", self.timeout, ATTEMPT))
         self.stats.round_trips += 1
         if row is None:
             return None
@@ -471,12 +489,24 @@ class FlussBackend:
             for table, descriptor in tables().items():
                 await a.create_table(fluss.TablePath(database, table), descriptor,
                                      ignore_if_exists=True)
-            # ready once the log's bucket has a leader
+
+        async def ready() -> None:
+            """Every table's bucket has a leader: the log answers for its end, the
+            primary-key tables answer a lookup."""
+            a = await admin()
+            assert self._conn is not None
             await a.list_offsets(fluss.TablePath(database, LOG), [BUCKET],
                                  fluss.OffsetSpec.latest())
+            writers = await self._conn.get_table(fluss.TablePath(database, WRITERS))
+            await writers.new_lookup().lookup_by(["lineage"]).create_lookuper().lookup(
+                {"lineage": LINEAGE})
+            index = await self._conn.get_table(fluss.TablePath(database, COMPLETIONS))
+            await index.new_lookup().create_lookuper().lookup({"record_key": b""})
 
-        self._loop.retrying(create, time.monotonic() + self.timeout,
-                            f"creating database {database}", self.timeout)
+        deadline = time.monotonic() + self.timeout
+        self._loop.retrying(create, deadline, f"creating database {database}", self.timeout)
+        self._loop.retrying(ready, deadline, f"waiting for the tables of database {database}",
+                            self.timeout, ATTEMPT)
 
     def drop_database(self, database: str) -> None:
         """Drop ``database``; a cluster that is gone by now leaves it behind, silently."""
