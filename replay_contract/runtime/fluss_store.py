@@ -180,6 +180,8 @@ class FlussStore:
         self._index_writer: fluss.UpsertWriter | None = None
         self._writers: fluss.FlussTable | None = None
         self._known: dict[int, int] = {}
+        #: Rows of the log this client fetched, counted or not (what a read cost).
+        self.rows_scanned = 0
         self.generation = 0
         self._seq = 0
         self._end = 0
@@ -327,6 +329,7 @@ class FlussStore:
             return []
         cutoff = _cutoffs(generations)
         rows = self._scan(max(marker, 0), high, deadline)
+        self.rows_scanned += len(rows)
         found: list[tuple[int, Entry]] = []
         seen: set[tuple[int, int]] = set()
         for offset, row in rows:
