@@ -68,6 +68,9 @@ RETRY_PAUSE = 0.2
 CLOSE_TIMEOUT = 3.0
 #: Bound of one attempt of an operation that may safely run twice (a read, a lookup).
 ATTEMPT = 5.0
+#: How long a new table may take to get a leader, and how often it is created at most.
+TABLE_READY = 10.0
+TABLE_TRIES = 3
 POLL_MS = 100
 
 LOG_COLUMNS = pa.schema([
@@ -484,32 +487,72 @@ class FlussBackend:
         return FlussNamespace(self, database)
 
     def create_database(self, database: str) -> None:
+        """Create ``database`` and its tables, one table at a time, each ready (its bucket
+        has a leader) before the next. The coordinator of Fluss 0.9.1 now and then
+        registers a new table without ever assigning its bucket a leader (seen while
+        other tables are being dropped); such a table is dropped and created again."""
+        admin = self._admin()
+        deadline = time.monotonic() + self.timeout
+
+        async def create() -> None:
+            await (await admin()).create_database(database, ignore_if_exists=True)
+
+        self._loop.retrying(create, deadline, f"creating database {database}", self.timeout)
+        for table, descriptor in tables().items():
+            path = fluss.TablePath(database, table)
+            for attempt in range(1, TABLE_TRIES + 1):
+                self._create_table(path, descriptor, deadline)
+                try:
+                    self._loop.retrying(self._ready(path), min(deadline, time.monotonic()
+                                                               + TABLE_READY),
+                                        f"waiting for table {database}.{table}",
+                                        TABLE_READY, ATTEMPT)
+                    break
+                except StoreUnavailable:
+                    if attempt == TABLE_TRIES or time.monotonic() >= deadline:
+                        raise
+                    self._drop_table(path, deadline)
+
+    def _create_table(self, path: fluss.TablePath, descriptor: fluss.TableDescriptor,
+                      deadline: float) -> None:
         admin = self._admin()
 
         async def create() -> None:
-            a = await admin()
-            await a.create_database(database, ignore_if_exists=True)
-            for table, descriptor in tables().items():
-                await a.create_table(fluss.TablePath(database, table), descriptor,
-                                     ignore_if_exists=True)
+            await (await admin()).create_table(path, descriptor, ignore_if_exists=True)
+
+        self._loop.retrying(create, deadline, f"creating table {path.table_path_str()}",
+                            self.timeout)
+
+    def _drop_table(self, path: fluss.TablePath, deadline: float) -> None:
+        admin = self._admin()
+
+        async def drop() -> None:
+            await (await admin()).drop_table(path, ignore_if_not_exists=True)
+            while await (await admin()).table_exists(path):
+                await asyncio.sleep(RETRY_PAUSE)
+
+        self._loop.retrying(drop, deadline, f"dropping table {path.table_path_str()}",
+                            self.timeout)
+
+    def _ready(self, path: fluss.TablePath) -> Callable[[], Coroutine[Any, Any, None]]:
+        """A check that answers once the table's bucket has a leader: the log answers for
+        its end, a primary-key table answers a lookup."""
+        admin = self._admin()
 
         async def ready() -> None:
-            """Every table's bucket has a leader: the log answers for its end, the
-            primary-key tables answer a lookup."""
             a = await admin()
             assert self._conn is not None
-            await a.list_offsets(fluss.TablePath(database, LOG), [BUCKET],
-                                 fluss.OffsetSpec.latest())
-            writers = await self._conn.get_table(fluss.TablePath(database, WRITERS))
-            await writers.new_lookup().lookup_by(["lineage"]).create_lookuper().lookup(
-                {"lineage": LINEAGE})
-            index = await self._conn.get_table(fluss.TablePath(database, COMPLETIONS))
-            await index.new_lookup().create_lookuper().lookup({"record_key": b""})
+            if path.table_name == LOG:
+                await a.list_offsets(path, [BUCKET], fluss.OffsetSpec.latest())
+                return
+            table = await self._conn.get_table(path)
+            if path.table_name == WRITERS:
+                await table.new_lookup().lookup_by(["lineage"]).create_lookuper().lookup(
+                    {"lineage": LINEAGE})
+            else:
+                await table.new_lookup().create_lookuper().lookup({"record_key": b""})
 
-        deadline = time.monotonic() + self.timeout
-        self._loop.retrying(create, deadline, f"creating database {database}", self.timeout)
-        self._loop.retrying(ready, deadline, f"waiting for the tables of database {database}",
-                            self.timeout, ATTEMPT)
+        return ready
 
     def drop_database(self, database: str) -> None:
         """Drop ``database``; a cluster that is gone by now leaves it behind, silently."""

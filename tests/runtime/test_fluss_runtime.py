@@ -269,7 +269,7 @@ def test_a_row_of_another_layout_version_is_refused(namespace) -> None:  # type:
     store.close()
     reader = _connect(namespace)
     try:
-        with pytest.raises(RecordError, match="offset 1: .*table schema version 7 is not 1"):
+        with pytest.raises(RecordError, match=r"offset 1: .*table schema version 7 is not 1"):
             reader.read(0)
         assert reader.read(2) == []  # past it: nothing else there
     finally:
