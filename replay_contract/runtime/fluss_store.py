@@ -27,8 +27,10 @@ offset ``marker`` and keeps the rows whose ``at`` is at least ``marker``.
 
 Writes whose outcome is unknown
     A write that times out may still land later (pyfluss keeps retrying, and the server
-    applies it when it comes back). Within one client, a retry re-sends the same rows,
-    with the same client entry ids; a reader keeps the first row of each id. Once a
+    applies it when it comes back), and the flush of a writer that saw the server go may
+    never return. Within one client, an attempt that takes longer than :data:`ATTEMPT`
+    is abandoned and the same rows, with the same client entry ids, go out again on a new
+    connection until the client's bound; a reader keeps the first row of each id. Once a
     client gave up (and the runtime restored with a new client), its rows must not appear
     behind the new client's back: a row of generation ``g`` at offset ``o`` counts only
     if no later generation registered with ``start <= o``. A row that landed before the
@@ -51,6 +53,7 @@ from typing import Any, TypeVar
 
 import fluss
 import pyarrow as pa
+from attrs import define
 
 from replay_contract.model.store import Completion, Entry
 
@@ -65,9 +68,13 @@ WRITERS = f"writers_v{TABLE_SCHEMA}"
 LINEAGE = "log"
 BUCKET = 0
 RETRY_PAUSE = 0.2
+RECONNECT_PAUSE = 0.5
 CLOSE_TIMEOUT = 3.0
 #: Bound of one attempt of an operation that may safely run twice (a read, a lookup).
 ATTEMPT = 5.0
+#: Retries of one batch inside pyfluss (unbounded by default, and then a batch for a
+#: server that went away keeps a core busy); the store retries on its own.
+WRITER_RETRIES = 3
 #: How long a new table may take to get a leader, and how often it is created at most.
 TABLE_READY = 10.0
 TABLE_TRIES = 3
@@ -106,6 +113,7 @@ def client_config(bootstrap: str) -> fluss.Config:
     config = fluss.Config({"bootstrap.servers": bootstrap})
     config.writer_batch_timeout_ms = 0  # the runtime waits for every batch anyway
     config.writer_acks = "all"
+    config.writer_retries = WRITER_RETRIES
     return config
 
 
@@ -131,17 +139,20 @@ class Loop:
                                    f"{timeout:.0f} s") from None
 
     def retrying(self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float,
-                 what: str, timeout: float, attempt: float | None = None) -> T:
+                 what: str, timeout: float, attempt: float | None = None,
+                 again: Callable[[bool], None] | None = None) -> T:
         """``make()`` again after each :class:`fluss.FlussError` until ``deadline``; with
         ``attempt``, also after an attempt that takes longer than that (only for what may
-        safely run twice)."""
+        safely run twice). ``again(timed_out)`` runs before each retry."""
         while True:
             remaining = deadline - time.monotonic()
+            timed_out = False
             try:
                 return self.run(make, min(remaining, attempt or remaining), what)
             except fluss.FlussError as exc:
                 why = one_line(exc)
             except StoreUnavailable as exc:
+                timed_out = True
                 if attempt is None or remaining <= attempt:
                     raise StoreUnavailable(f"{self.where}: {what} did not finish within "
                                            f"{timeout:.0f} s") from None
@@ -150,6 +161,8 @@ class Loop:
                 raise StoreUnavailable(f"{self.where}: {what} failed within {timeout:.0f} s "
                                        f"({why})") from None
             time.sleep(RETRY_PAUSE)
+            if again is not None:
+                again(timed_out)
 
     def close(self, closing: Callable[[], Awaitable[None]] | None = None) -> None:
         if self._loop is None:
@@ -169,6 +182,18 @@ def one_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:200]
 
 
+@define
+class _Tables:
+    """What a store client opened on its connection."""
+
+    conn: fluss.FlussConnection
+    log: fluss.FlussTable
+    index: fluss.FlussTable
+    writers: fluss.FlussTable
+    log_writer: fluss.AppendWriter
+    index_writer: fluss.UpsertWriter
+
+
 class FlussStore:
     """A client of one namespace's tables (see the module docstring)."""
 
@@ -177,11 +202,9 @@ class FlussStore:
         self.stats = StoreStats()
         self.where = f"fluss at {bootstrap}"
         self._loop = Loop(self.where)
-        self._conn: fluss.FlussConnection | None = None
-        self._log: fluss.FlussTable | None = None
-        self._log_writer: fluss.AppendWriter | None = None
-        self._index_writer: fluss.UpsertWriter | None = None
-        self._writers: fluss.FlussTable | None = None
+        self._tables: _Tables | None = None
+        self._stale = False
+        self._registered = False
         self._known: dict[int, int] = {}
         #: Rows of the log this client fetched, counted or not (what a read cost).
         self.rows_scanned = 0
@@ -205,7 +228,7 @@ class FlussStore:
         if self._broken is not None:
             raise StoreUnavailable(f"{self.where}: the client failed earlier "
                                    f"({self._broken}); restore the runtime")
-        if self._conn is None:
+        if not self._registered:
             self._guard(self._register)
 
     def _guard(self, step: Callable[[], T]) -> T:
@@ -216,52 +239,68 @@ class FlussStore:
             self._broken = str(exc).removeprefix(f"{self.where}: ")
             raise
 
+    def _retrying(self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float,
+                  what: str) -> T:
+        """``make()`` in bounded attempts until ``deadline``, each retry on a new
+        connection: one that saw the server go may hang or keep answering "table not
+        found" long after the server is back. Writes may run twice too: a retry re-sends
+        the same client entry ids, which readers dedupe."""
+        def again(timed_out: bool) -> None:
+            self._stale = True
+            if not timed_out:
+                time.sleep(RECONNECT_PAUSE - RETRY_PAUSE)
+
+        return self._loop.retrying(make, deadline, what, self.timeout, ATTEMPT, again)
+
+    async def _open(self) -> _Tables:
+        """The connection, tables and writers; opened anew after a failed attempt."""
+        if self._stale and self._tables is not None:
+            old, self._tables = self._tables, None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(old.conn.close(), CLOSE_TIMEOUT)
+        self._stale = False
+        if self._tables is None:
+            conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
+            log = await conn.get_table(self._path(LOG))
+            index = await conn.get_table(self._path(COMPLETIONS))
+            writers = await conn.get_table(self._path(WRITERS))
+            self._tables = _Tables(conn, log, index, writers, log.new_append().create_writer(),
+                                   index.new_upsert().create_writer())
+        return self._tables
+
     def _register(self) -> None:
         """Connect, then register as the next generation, starting at the log's end."""
         deadline = time.monotonic() + self.timeout
 
-        async def connect() -> None:
-            if self._conn is None:
-                self._conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
-            conn = self._conn
-            self._log = await conn.get_table(self._path(LOG))
-            self._log_writer = self._log.new_append().create_writer()
-            index = await conn.get_table(self._path(COMPLETIONS))
-            self._index_writer = index.new_upsert().create_writer()
-            self._writers = await conn.get_table(self._path(WRITERS))
-
-        self._loop.retrying(connect, deadline, f"connecting to database {self.database}",
-                            self.timeout, ATTEMPT)
-        generations, start = self._loop.retrying(
+        self._retrying(self._open, deadline, f"connecting to database {self.database}")
+        generations, start = self._retrying(
             self._generations_and_end, deadline,
-            f"reading tables {self._name(WRITERS)} and {self._name(LOG)}", self.timeout,
-            ATTEMPT)
+            f"reading tables {self._name(WRITERS)} and {self._name(LOG)}")
         self.stats.round_trips += 2
         generation = max(generations, default=0) + 1
         row = {"lineage": LINEAGE, "generation": generation, "schema": TABLE_SCHEMA,
                "start": start, "client": uuid.uuid4().hex}
 
         async def upsert() -> None:
-            assert self._writers is not None
-            writer = self._writers.new_upsert().create_writer()
+            writer = (await self._open()).writers.new_upsert().create_writer()
             writer.upsert(row)
             await writer.flush()
 
-        self._loop.retrying(upsert, deadline, f"registering in table {self._name(WRITERS)}",
-                            self.timeout)
+        self._retrying(upsert, deadline, f"registering in table {self._name(WRITERS)}")
         self.stats.round_trips += 1
         self.generation, self._end, self._seq = generation, start, 0
+        self._registered = True
         # No other client of this namespace registers while this one runs.
         self._known = {**generations, generation: start}
 
     async def _generations_and_end(self) -> tuple[dict[int, int], int]:
         """Every registered generation with its ``start``, and the end of the log."""
-        assert self._conn is not None and self._writers is not None
-        lookuper = self._writers.new_lookup().lookup_by(["lineage"]).create_lookuper()
+        tables = await self._open()
+        lookuper = tables.writers.new_lookup().lookup_by(["lineage"]).create_lookuper()
         rows, offsets = await asyncio.gather(
             lookuper.lookup({"lineage": LINEAGE}),
-            self._conn.get_admin().list_offsets(self._path(LOG), [BUCKET],
-                                                fluss.OffsetSpec.latest()))
+            tables.conn.get_admin().list_offsets(self._path(LOG), [BUCKET],
+                                                 fluss.OffsetSpec.latest()))
         found: dict[int, int] = {}
         for row in rows:
             generation, start = row.get("generation"), row.get("start")
@@ -274,13 +313,11 @@ class FlussStore:
 
     def _log_end(self, deadline: float) -> int:
         async def latest() -> dict[int, int]:
-            assert self._conn is not None
-            return await self._conn.get_admin().list_offsets(
+            return await (await self._open()).conn.get_admin().list_offsets(
                 self._path(LOG), [BUCKET], fluss.OffsetSpec.latest())
 
-        offsets = self._loop.retrying(latest, deadline,
-                                      f"asking for the end of table {self._name(LOG)}",
-                                      self.timeout, ATTEMPT)
+        offsets = self._retrying(latest, deadline,
+                                 f"asking for the end of table {self._name(LOG)}")
         self.stats.round_trips += 1
         return int(offsets[BUCKET])
 
@@ -300,19 +337,18 @@ class FlussStore:
                  for r, e in zip(rows, entries, strict=True) if isinstance(e, Completion)]
 
         async def write() -> None:
-            assert self._log_writer is not None and self._index_writer is not None
+            tables = await self._open()  # anew after an attempt that failed
             for row in rows:  # a retry re-sends the same client entry ids
-                self._log_writer.append(row)
+                tables.log_writer.append(row)
             for row in index:
-                self._index_writer.upsert(row)
-            flushes = [self._log_writer.flush()]
+                tables.index_writer.upsert(row)
+            flushes = [tables.log_writer.flush()]
             if index:
-                flushes.append(self._index_writer.flush())
+                flushes.append(tables.index_writer.flush())
             await asyncio.gather(*flushes)
 
-        self._loop.retrying(write, time.monotonic() + self.timeout,
-                            f"writing {len(rows)} row(s) to table {self._name(LOG)}",
-                            self.timeout)
+        self._retrying(write, time.monotonic() + self.timeout,
+                       f"writing {len(rows)} row(s) to table {self._name(LOG)}")
         self.stats.batches += 1
         self.stats.round_trips += 2 if index else 1
         self.stats.writes += len(rows)
@@ -350,11 +386,8 @@ class FlussStore:
 
     def _scan(self, start: int, high: int, deadline: float) -> list[tuple[int, dict[str, Any]]]:
         """Every row of the log from offset ``start`` to ``high`` (exclusive)."""
-        assert self._log is not None
-        log = self._log
-
         async def scan() -> list[tuple[int, dict[str, Any]]]:
-            scanner = await log.new_scan().create_log_scanner()
+            scanner = await (await self._open()).log.new_scan().create_log_scanner()
             scanner.subscribe(BUCKET, start)
             got: list[tuple[int, dict[str, Any]]] = []
             while not got or got[-1][0] + 1 < high:
@@ -364,9 +397,8 @@ class FlussStore:
                 got.extend((r.offset, r.row) for r in batch if r.offset < high)
             return got
 
-        return self._loop.retrying(scan, deadline, f"reading table {self._name(LOG)} bucket "
-                                   f"{BUCKET} from offset {start} to {high}", self.timeout,
-                                   ATTEMPT)
+        return self._retrying(scan, deadline, f"reading table {self._name(LOG)} bucket "
+                              f"{BUCKET} from offset {start} to {high}")
 
     def _ids(self, offset: int, row: dict[str, Any], generations: dict[int, int]
              ) -> tuple[int, int, int]:
@@ -404,13 +436,12 @@ class FlussStore:
         key = codec.record_key(entry)
 
         async def lookup() -> dict[str, object] | None:
-            assert self._conn is not None
-            table = await self._conn.get_table(self._path(COMPLETIONS))
-            return await table.new_lookup().create_lookuper().lookup({"record_key": key})
+            index = (await self._open()).index
+            return await index.new_lookup().create_lookuper().lookup({"record_key": key})
 
-        row = self._guard(lambda: self._loop.retrying(
+        row = self._guard(lambda: self._retrying(
             lookup, time.monotonic() + self.timeout,
-            f"looking up table {self._name(COMPLETIONS)}", self.timeout, ATTEMPT))
+            f"looking up table {self._name(COMPLETIONS)}"))
         self.stats.round_trips += 1
         if row is None:
             return None
@@ -430,9 +461,8 @@ class FlussStore:
         if self._closed:
             return
         self._closed = True
-        conn, self._conn = self._conn, None
-        self._log_writer = self._index_writer = None
-        self._loop.close(conn.close if conn is not None else None)
+        tables, self._tables = self._tables, None
+        self._loop.close(tables.conn.close if tables is not None else None)
 
 
 def _cutoffs(generations: dict[int, int]) -> dict[int, int]:

@@ -1,0 +1,244 @@
+"""Faults against a real Fluss cluster: the TabletServer stopped and restarted mid-run.
+
+These tests use a cluster of their own (``private_fluss``, started and stopped with
+``replay-contract services up|down fluss`` in a temporary state folder), so the shared
+cluster is never disturbed. Only its TabletServer is stopped (by the pid the services
+command recorded) and started again with the command line the launcher uses, on the
+same port and data folder; ZooKeeper and the CoordinatorServer keep running.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import run_services, services_json
+
+from replay_contract.conformance.channels import Channels
+from replay_contract.conformance.compare import first_difference
+from replay_contract.conformance.environment import SuiteEnvironment
+from replay_contract.conformance.reference import reference_steps
+from replay_contract.conformance.runner import end_memory, observe
+from replay_contract.model import trace as t
+from replay_contract.model.catalogue import builtin
+from replay_contract.model.contracts import ORDERED, SEQNUM
+from replay_contract.model.run import simulate
+from replay_contract.model.scenario import Step
+from replay_contract.model.store import OrderEntry
+from replay_contract.runtime.fluss_store import FlussBackend, FlussNamespace, FlussStore
+from replay_contract.runtime.operator import OperatorError, RuntimeOperator
+from replay_contract.runtime.store import StoreUnavailable
+from replay_contract.services import common
+from replay_contract.services import fluss as service
+
+pytestmark = pytest.mark.fluss
+
+
+class PrivateFluss:
+    """A cluster in its own state folder; its TabletServer can be stopped and started."""
+
+    def __init__(self, state: Path) -> None:
+        self.env = {**os.environ, "REPLAY_CONTRACT_STATE": str(state)}
+        self.directory = state / service.NAME
+        self.bootstrap = ""
+
+    def up(self) -> str:
+        info = services_json("up", "fluss", env=self.env)
+        self.bootstrap = str(info["bootstrap"])
+        return self.bootstrap
+
+    def down(self) -> None:
+        result = run_services("down", "fluss", env=self.env)
+        assert result.returncode == 0, result.stderr
+
+    def _state(self) -> dict[str, Any]:
+        state = common.read_state(self.directory)
+        assert state is not None
+        return state
+
+    def stop_tablet(self) -> None:
+        state = self._state()
+        tablet = [common.Process.from_json(p) for p in state["processes"]
+                  if p["role"] == "tablet"]
+        assert tablet and common.stop_processes(tablet), "no tablet server was running"
+
+    def start_tablet(self) -> None:
+        state = self._state()
+        java = common.find_java(17)
+        lib = common.resolve_classpath(service.NAME, service.COORDINATES, progress=False)
+        log = self.directory / "logs" / "tablet.log"
+        process = common.start_process(
+            "tablet", service._argv(java, lib, self.directory, "tablet"), cwd=self.directory,
+            log=log)
+        others = [p for p in state["processes"] if p["role"] != "tablet"]
+        common.write_state(self.directory,
+                           {**state, "processes": [*others, process.to_json()]})
+        common.wait_for_port(state["ports"]["tablet"], what="the Fluss tablet server",
+                             process=process, log=log, timeout=120.0)
+
+    def tablet_running(self) -> bool:
+        return any(p["role"] == "tablet" and common.is_alive(common.Process.from_json(p))
+                   for p in self._state()["processes"])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateFluss]:
+    cluster = PrivateFluss(tmp_path_factory.mktemp("private-fluss"))
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+@pytest.fixture
+def private(cluster: PrivateFluss) -> Iterator[PrivateFluss]:
+    yield cluster
+    if not cluster.tablet_running():  # whatever a test left behind, the next one gets it up
+        cluster.start_tablet()
+
+
+class _Outage:
+    """Delegates to the runtime; stops the tablet server just before delivering
+    ``before`` and starts it again in the background while that delivery waits."""
+
+    def __init__(self, impl: RuntimeOperator, cluster: PrivateFluss, before: str) -> None:
+        self.impl, self.cluster, self.before = impl, cluster, before
+        self.restarted: threading.Thread | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.impl, name)
+
+    def deliver(self, record: Any) -> None:
+        if record.identity == self.before and self.restarted is None:
+            self.cluster.stop_tablet()
+            self.restarted = threading.Thread(target=self.cluster.start_tablet)
+            self.restarted.start()
+        self.impl.deliver(record)
+
+
+def _log_entries(namespace: FlussNamespace) -> list[Any]:
+    store = namespace.connect()
+    try:
+        return [e for _, e in store.read(0)]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("contract", [ORDERED, SEQNUM], ids=lambda c: c.name)
+def test_a_tablet_restart_within_the_bound_goes_unnoticed(private: PrivateFluss,
+                                                          contract: Any) -> None:
+    scenario = builtin("reversed-interleaving")
+    backend = FlussBackend(private.bootstrap, timeout=120.0)
+    impl = RuntimeOperator(backend, keep_namespaces=True)
+    outage = _Outage(impl, private, before="C")
+    try:
+        run = observe(outage, scenario, contract)  # type: ignore[arg-type]
+        assert outage.restarted is not None
+        outage.restarted.join()
+        assert run.error is None, run.error
+        difference = first_difference(reference_steps(scenario, contract), run.steps)
+        assert difference is None, difference.table()
+        assert isinstance(impl.namespace, FlussNamespace)
+        # nothing saved was lost or duplicated: the log holds what the model's store holds
+        assert _log_entries(impl.namespace) == list(simulate(scenario, contract).world.store)
+        impl.namespace.drop()
+    finally:
+        backend.close()
+
+
+def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: PrivateFluss
+                                                                  ) -> None:
+    scenario = builtin("reversed-interleaving")
+    backend = FlussBackend(private.bootstrap, timeout=4.0)
+    impl = RuntimeOperator(backend, keep_namespaces=True)
+    env = SuiteEnvironment()
+    channels = Channels(scenario.topology)
+    impl.open(scenario.agent, scenario.topology, ORDERED, env)
+
+    def deliver(identity: str) -> None:
+        record = channels.deliver(identity)
+        env.record(t.Deliver(record.identity, record.key, record.channel, record.offset,
+                             record.digest, record.payload))
+        impl.deliver(record)
+
+    try:
+        deliver("A")
+        deliver("B")
+        private.stop_tablet()
+        with pytest.raises(StoreUnavailable) as failed:
+            deliver("C")  # its tool call runs, the save is not acknowledged
+        message = str(failed.value)
+        assert f"fluss at {private.bootstrap}" in message and "within 4 s" in message
+        assert "\n" not in message
+        env.record(t.Crash())
+        with pytest.raises(OperatorError, match="down"):
+            impl.deliver(scenario.topology.record("D"))
+        env.record(t.Restore(0))
+        channels.restore()
+        with pytest.raises(StoreUnavailable, match="within 4 s"):
+            impl.restore()  # still no tablet server: the restore gives up within the bound
+        env.events.pop()
+        private.start_tablet()
+        backend.timeout = 60.0  # the restarted server takes a few seconds to serve again
+        env.record(t.Restore(0))
+        impl.restore()
+        for identity in ("B", "A", "C", "D"):
+            deliver(identity)
+        env.record(t.End(end_memory(impl.end())))
+        assert isinstance(impl.namespace, FlussNamespace)
+        entries = _log_entries(impl.namespace)
+    finally:
+        impl.close()
+        backend.close()
+
+    # The same run in the model: the save of C's completion timed out, so its outcome is
+    # unknown. Either it never landed (the crash came after the tool call, before the
+    # save) or it landed before the restore registered (the crash came after the save);
+    # one of the two runs must match exactly, events and log alike.
+    outcomes = []
+    for crash_after in (1, 2):
+        equivalent = scenario.with_schedule((
+            Step("deliver", "A"), Step("deliver", "B"), Step("deliver", "C", crash_after),
+            Step("restore"), Step("deliver", "B"), Step("deliver", "A"),
+            Step("deliver", "C"), Step("deliver", "D")))
+        expected = [e for _, events in reference_steps(equivalent, ORDERED) for e in events]
+        outcomes.append((expected, list(simulate(equivalent, ORDERED).world.store)))
+    assert (env.events, entries) in outcomes
+
+
+def test_a_timed_out_write_that_lands_later_is_read_the_same_by_every_client(
+        private: PrivateFluss) -> None:
+    backend = FlussBackend(private.bootstrap, timeout=4.0)
+    namespace = backend.namespace()
+    e = [OrderEntry("K", i, f"in-{i}", "d") for i in range(4)]
+    stalled = namespace.connect()
+    assert isinstance(stalled, FlussStore)
+    try:
+        assert stalled.append([e[0]]) == [0]
+        private.stop_tablet()
+        with pytest.raises(StoreUnavailable, match="within 4 s"):
+            stalled.append([e[1]])  # left pending in a client that stays open
+        private.start_tablet()
+        backend.timeout = 60.0
+        second = namespace.connect()
+        ids = second.append([e[2]])
+        first_read = second.read(0)
+        second.append([e[3]])
+        second.close()
+        third = namespace.connect()
+        later_read = third.read(0)
+        third.close()
+    finally:
+        stalled.close()
+        namespace.drop()
+        backend.close()
+    assert first_read[0] == (0, e[0]) and first_read[-1] == (ids[0], e[2])
+    # e[1] is in the second client's view or not, but every later reader agrees with it
+    assert later_read == [*first_read, (ids[0] + 1, e[3])]
+    assert [x for _, x in later_read].count(e[1]) <= 1
+
