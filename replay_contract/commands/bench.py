@@ -151,4 +151,32 @@ def report(results: dict[str, Any]) -> str:
         parts.append(f"{name}: recovery (ordered) vs entries before the marker\n" + render(
             ("entries before marker", "replayed", "restore ms", "total ms", "entries read"),
             rows))
+    measured = {name: f for name, f in results.items() if "skipped" not in f}
+    if len(measured) > 1:
+        parts.append(side_by_side(measured))
     return "\n\n".join(parts)
+
+
+def side_by_side(results: dict[str, Any]) -> str:
+    """One row per backend: throughput of both contracts, their ratio, the cost per input
+    under ``ordered`` and the recovery of the most replayed inputs and of the largest
+    store (``ordered``)."""
+    rows = []
+    for name, f in results.items():
+        tp = {r["contract"]: r for r in f["throughput"]}
+        replayed = [r for r in f["recovery_by_replayed"] if r["contract"] == ORDERED.name]
+        most = max(replayed, key=lambda r: r["replayed"]) if replayed else None
+        padded = max(f["recovery_by_entries_before_marker"],
+                     key=lambda r: r["entries_before_marker"], default=None)
+        rows.append((
+            name, f"{tp[SEQNUM.name]['inputs_per_s']:.0f}",
+            f"{tp[ORDERED.name]['inputs_per_s']:.0f}", f"{f['ratio_ordered_to_seqnum']:.3f}",
+            f"{tp[ORDERED.name]['writes_per_input']:.2f}",
+            f"{tp[ORDERED.name]['round_trips_per_input']:.2f}",
+            f"{most['recovery_ms']:.1f} ({most['replayed']})" if most else "-",
+            f"{padded['recovery_ms']:.1f} ({padded['entries_before_marker']})" if padded
+            else "-"))
+    return "side by side\n" + render(
+        ("backend", "seqnum inputs/s", "ordered inputs/s", "ratio", "writes/input",
+         "round trips/input", "recovery ms (replayed)", "recovery ms (entries before)"),
+        rows)
