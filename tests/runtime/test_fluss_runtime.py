@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -330,3 +334,26 @@ def test_store_clients_close_cleanly(namespace) -> None:  # type: ignore[no-unty
     store.close()
     with pytest.raises(Exception, match="closed"):
         store.end()
+
+
+# -- the benchmark ------------------------------------------------------------------------
+
+
+def test_bench_on_the_real_cluster(fluss_bootstrap: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "replay_contract", "bench", "--backend", "fluss", "--inputs",
+         "60", "--keys", "4", "--repeat", "1", "--replayed", "6,20", "--pad", "0,300",
+         "--json"],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "REPLAY_CONTRACT_FLUSS": fluss_bootstrap})
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)["backends"]["fluss"]
+    for row in figures["throughput"]:
+        assert row["writes_per_input"] == 1.0  # the order rides with the first completion
+        assert row["round_trips_per_input"] == 2.0  # the log and the point-lookup index
+    for row in figures["recovery_by_replayed"]:
+        assert row["entries_read"] == row["replayed"]
+        repeated = 0 if row["contract"] == ORDERED.name else row["replayed"]
+        assert row["tool_calls_repeated"] == repeated
+    assert [r["entries_read"] for r in figures["recovery_by_entries_before_marker"]] == [20, 20]
+    assert "fluss: recovery" in result.stderr  # progress
