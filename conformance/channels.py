@@ -46,13 +46,15 @@ class Channels:
         expected = self.next_record(record.channel)
         if expected is None or expected.identity != identity:
             nxt = "nothing" if expected is None else repr(expected.identity)
-            raise ScenarioError(f"deliver {identity!r}: channel {record.channel!r} delivers "
-                                f"{nxt} next")
+            raise ScenarioError(
+                f"deliver {identity!r}: channel {record.channel!r} delivers {nxt} next"
+            )
         channel = self.topology.channel(record.channel)
         again = record.offset < self.high_water.get(record.channel, 0)
         self.offsets[record.channel] = record.offset + 1
-        self.high_water[record.channel] = max(self.high_water.get(record.channel, 0),
-                                              record.offset + 1)
+        self.high_water[record.channel] = max(
+            self.high_water.get(record.channel, 0), record.offset + 1
+        )
         return record.replayed() if again and not channel.replayable else record
 
     def checkpoint(self) -> None:

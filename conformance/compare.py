@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from attrs import asdict, evolve, frozen
+
 from replay_contract.model import trace as t
 from replay_contract.model.narrate import render
 from replay_contract.model.scenario import Step
@@ -36,13 +37,18 @@ def normalise(steps: Steps) -> list[list[t.Event]]:
             elif isinstance(e, t.Reuse):
                 e = evolve(e, completion=ids.get(e.completion, -1 - e.completion))
             elif isinstance(e, t.Invalidate):
-                e = evolve(e, completions=tuple(sorted(ids.get(c, -1 - c)
-                                                       for c in e.completions)))
+                e = evolve(e, completions=tuple(sorted(ids.get(c, -1 - c) for c in e.completions)))
             elif isinstance(e, t.GiveUp):
                 e = evolve(e, reason="")
             elif isinstance(e, t.End):
-                e = t.End(tuple(sorted(((k, m) for k, m in e.memory if m),
-                                       key=lambda km: (type(km[0]).__name__, str(km[0])))))
+                e = t.End(
+                    tuple(
+                        sorted(
+                            ((k, m) for k, m in e.memory if m),
+                            key=lambda km: (type(km[0]).__name__, str(km[0])),
+                        )
+                    )
+                )
             seg.append(e)
         out.append(seg)
     return out
@@ -60,8 +66,9 @@ class Difference:
 
     def summary(self) -> str:
         exp, act = self._pair(self.event)
-        return f"step {self.step} ({self.what}): expected {exp or 'nothing'}, got " \
-               f"{act or 'nothing'}"
+        return (
+            f"step {self.step} ({self.what}): expected {exp or 'nothing'}, got {act or 'nothing'}"
+        )
 
     def _pair(self, i: int) -> tuple[str, str]:
         x = self.expected[i] if i < len(self.expected) else None
@@ -76,8 +83,7 @@ class Difference:
         rows = []
         for i in range(max(len(self.expected), len(self.actual))):
             exp, act = self._pair(i)
-            mark = "" if i < self.event else ("<-- first difference" if i == self.event
-                                               else "")
+            mark = "" if i < self.event else ("<-- first difference" if i == self.event else "")
             rows.append((str(i), exp, act, mark))
         head = f"schedule[{self.step}] {self.what}: first difference at event {self.event}"
         return head + "\n" + render(("#", "reference model", "implementation", ""), rows)
@@ -90,8 +96,10 @@ def first_difference(expected: Steps, actual: Steps) -> Difference | None:
         e = exp[i] if i < len(exp) else []
         a = act[i] if i < len(act) else []
         if e != a:
-            at = next((j for j, (x, y) in enumerate(zip(e, a, strict=False)) if x != y),
-                      min(len(e), len(a)))
+            at = next(
+                (j for j, (x, y) in enumerate(zip(e, a, strict=False)) if x != y),
+                min(len(e), len(a)),
+            )
             what = (expected[i] if i < len(expected) else actual[i])[0]
             return Difference(i, what, at, tuple(e), tuple(a))
     return None
@@ -101,41 +109,51 @@ def _fields(x: t.Event, y: t.Event) -> str:
     """The fields of ``x`` whose values differ from those of ``y``."""
     if type(x) is not type(y):
         return ""
-    diff = [f"{k}={v!r}" for k, v in asdict(x, recurse=False).items()
-            if getattr(y, k) != v]
+    diff = [f"{k}={v!r}" for k, v in asdict(x, recurse=False).items() if getattr(y, k) != v]
     return "{" + ", ".join(diff) + "}"
 
 
 def describe(e: t.Event) -> str:
     """One short line for an event, in the words of the contract."""
+
     def at(key: Any, position: int) -> str:
         return f"{key_text(key)}@{position}"
 
     match e:
         case t.Deliver():
-            return f"deliver {e.identity} (key {key_text(e.key)}, {e.channel}#{e.offset}, " \
-                   f"{e.digest[:6]})"
+            return (
+                f"deliver {e.identity} (key {key_text(e.key)}, {e.channel}#{e.offset}, "
+                f"{e.digest[:6]})"
+            )
         case t.Accept():
             return f"accept {e.identity} at {at(e.key, e.position)}"
         case t.Wait():
             return f"{e.identity} waits for {e.awaiting or 'its predecessor'}"
         case t.Tool():
-            return f"tool {e.tool} for {e.identity} {'>'.join(e.path)} at " \
-                   f"{at(e.key, e.position)} -> {e.result}"
+            return (
+                f"tool {e.tool} for {e.identity} {'>'.join(e.path)} at "
+                f"{at(e.key, e.position)} -> {e.result}"
+            )
         case t.Save():
-            return f"save #{e.completion} {e.identity} {'>'.join(e.path)} at " \
-                   f"{at(e.key, e.position)}{' +order' if e.order else ''}"
+            return (
+                f"save #{e.completion} {e.identity} {'>'.join(e.path)} at "
+                f"{at(e.key, e.position)}{' +order' if e.order else ''}"
+            )
         case t.Order():
             return f"order {e.identity} at {at(e.key, e.position)}"
         case t.Reuse():
-            return f"reuse #{e.completion} for {e.identity} {'>'.join(e.path)} at " \
-                   f"{at(e.key, e.position)}"
+            return (
+                f"reuse #{e.completion} for {e.identity} {'>'.join(e.path)} at "
+                f"{at(e.key, e.position)}"
+            )
         case t.GiveUp():
             return f"give up {e.identity} at {at(e.key, e.position)}"
         case t.Invalidate():
             ids = ",".join(f"#{c}" for c in e.completions) or "none"
-            return f"invalidate {key_text(e.key)} from {e.position}: {ids}" \
-                   f"{'' if e.durable else ' (not durable)'}"
+            return (
+                f"invalidate {key_text(e.key)} from {e.position}: {ids}"
+                f"{'' if e.durable else ' (not durable)'}"
+            )
         case t.Output():
             return f"output {e.value} for {e.identity}"
         case t.Checkpoint():
@@ -145,6 +163,7 @@ def describe(e: t.Event) -> str:
         case t.Restore():
             return f"restore {e.checkpoint}"
         case t.End():
-            return "end " + "; ".join(f"{key_text(k)}: " + ", ".join(f"{f}={v}" for f, v in m)
-                                      for k, m in e.memory)
+            return "end " + "; ".join(
+                f"{key_text(k)}: " + ", ".join(f"{f}={v}" for f, v in m) for k, m in e.memory
+            )
     return repr(e)

@@ -58,13 +58,15 @@ class SuiteEnvironment:
 
     # -- the Environment protocol ----------------------------------------------------
 
-    def tool(self, key: Key, position: int, record: Record, path: Path, tool: str,
-             reads: tuple[Any, ...]) -> str:
+    def tool(
+        self, key: Key, position: int, record: Record, path: Path, tool: str, reads: tuple[Any, ...]
+    ) -> str:
         self._enter(f"tool {tool}")
         path, reads = tuple(path), tuple(reads)
         result = call_tool(tool, record, path, reads)
-        self.events.append(t.Tool(key, position, record.identity, record.digest, path, tool,
-                                  result))
+        self.events.append(
+            t.Tool(key, position, record.identity, record.digest, path, tool, result)
+        )
         self._effect()
         return result
 

@@ -41,8 +41,13 @@ def generate(seed: int) -> Scenario:
     agent = _agent(rng)
     topology = _topology(rng)
     schedule = _schedule(rng, topology)
-    return Scenario(f"generated-{seed}", agent, topology, schedule,
-                    f"generated from seed {seed} (replay_contract.conformance.generate)")
+    return Scenario(
+        f"generated-{seed}",
+        agent,
+        topology,
+        schedule,
+        f"generated from seed {seed} (replay_contract.conformance.generate)",
+    )
 
 
 def _subset(rng: random.Random, items: tuple[str, ...], most: int) -> tuple[str, ...]:
@@ -51,7 +56,7 @@ def _subset(rng: random.Random, items: tuple[str, ...], most: int) -> tuple[str,
 
 
 def _agent(rng: random.Random) -> Agent:
-    fields = FIELDS[:rng.randint(1, len(FIELDS))]
+    fields = FIELDS[: rng.randint(1, len(FIELDS))]
     names = list(NAMES)
     rng.shuffle(names)
     actions: list[Action] = []
@@ -61,10 +66,15 @@ def _agent(rng: random.Random) -> Agent:
     for depth in range(rng.choice((0, 0, 1, 1, 2))):
         source = rng.randrange(len(actions))
         event = f"event-{depth + 1}"
-        actions[source] = Action(actions[source].name, actions[source].trigger,
-                                 actions[source].reads, actions[source].writes,
-                                 actions[source].tools, (*actions[source].emits, event),
-                                 actions[source].output)
+        actions[source] = Action(
+            actions[source].name,
+            actions[source].trigger,
+            actions[source].reads,
+            actions[source].writes,
+            actions[source].tools,
+            (*actions[source].emits, event),
+            actions[source].output,
+        )
         for _ in range(rng.randint(1, 2)):
             if names:
                 actions.append(_action(rng, names.pop(), event, fields))
@@ -72,12 +82,18 @@ def _agent(rng: random.Random) -> Agent:
 
 
 def _action(rng: random.Random, name: str, trigger: str, fields: tuple[str, ...]) -> Action:
-    return Action(name, trigger, reads=_subset(rng, fields, 2), writes=_subset(rng, fields, 2),
-                  tools=_subset(rng, TOOLS, 2), output=rng.random() < 0.6)
+    return Action(
+        name,
+        trigger,
+        reads=_subset(rng, fields, 2),
+        writes=_subset(rng, fields, 2),
+        tools=_subset(rng, TOOLS, 2),
+        output=rng.random() < 0.6,
+    )
 
 
 def _topology(rng: random.Random) -> Topology:
-    keys = list(KEYS[:rng.choice((1, 2, 2, 3, 4))])
+    keys = list(KEYS[: rng.choice((1, 2, 2, 3, 4))])
     ids = iter(string.ascii_uppercase)
     channels = []
     for c in range(rng.randint(1, 3)):
@@ -88,10 +104,21 @@ def _topology(rng: random.Random) -> Topology:
             key = keys[0] if rng.random() < 0.5 else rng.choice(keys)
             replay = None
             if not replayable and rng.random() < 0.5:
-                replay = Replay(lost=True) if rng.random() < 0.5 else Replay(
-                    payload=f"{identity.lower()}-changed")
-            records.append(Record(identity, key, f"{identity.lower()}-payload",
-                                  f"upstream-{c + 1}", offset, replay))
+                replay = (
+                    Replay(lost=True)
+                    if rng.random() < 0.5
+                    else Replay(payload=f"{identity.lower()}-changed")
+                )
+            records.append(
+                Record(
+                    identity,
+                    key,
+                    f"{identity.lower()}-payload",
+                    f"upstream-{c + 1}",
+                    offset,
+                    replay,
+                )
+            )
         channels.append(Channel(f"upstream-{c + 1}", tuple(records), replayable))
     return Topology(tuple(channels))
 
@@ -141,8 +168,7 @@ def _record_of(channels: Channels, channel: str) -> str:
     return record.identity
 
 
-def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED
-                ) -> list[Scenario]:
+def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED) -> list[Scenario]:
     """One variant of ``scenario`` per crash point before its first crash.
 
     Variant ``name.crash-i.k`` crashes after the k-th effect (0: before any) of schedule step
@@ -151,9 +177,14 @@ def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED
     completes, then the crash)."""
     from replay_contract.model.trace import is_effect
 
-    first_crash = next((i for i, s in enumerate(scenario.schedule)
-                        if s.kind == "crash" or s.crash_after is not None),
-                       len(scenario.schedule))
+    first_crash = next(
+        (
+            i
+            for i, s in enumerate(scenario.schedule)
+            if s.kind == "crash" or s.crash_after is not None
+        ),
+        len(scenario.schedule),
+    )
     plain = scenario.with_schedule(scenario.schedule[:first_crash])
     effects = [sum(is_effect(e) for e in events) for _, events in reference_steps(plain, contract)]
     variants = []
@@ -163,13 +194,15 @@ def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED
         for k in range(effects[i] + 2):
             rng = random.Random(f"{seed}:{i}:{k}")
             head = (*plain.schedule[:i], Step("deliver", step.record, k), Step("restore"))
-            variants.append(scenario.with_schedule(_redeliver(rng, scenario.topology, head),
-                                                   f"{scenario.name}.crash-{i}.{k}"))
+            variants.append(
+                scenario.with_schedule(
+                    _redeliver(rng, scenario.topology, head), f"{scenario.name}.crash-{i}.{k}"
+                )
+            )
     return variants
 
 
-def _redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]
-               ) -> tuple[Step, ...]:
+def _redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]) -> tuple[Step, ...]:
     """``head`` followed by every record still to deliver, in a random interleaving."""
     channels = Channels(topology)
     for step in head:
@@ -190,5 +223,10 @@ def _redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]
 def describe_seed(seed: int) -> dict[str, Any]:
     """What a seed's scenario contains, for progress lines and reports."""
     s = generate(seed)
-    return {"seed": seed, "keys": len(s.topology.keys), "channels": len(s.topology.channels),
-            "actions": len(s.agent.actions), "steps": len(s.schedule)}
+    return {
+        "seed": seed,
+        "keys": len(s.topology.keys),
+        "channels": len(s.topology.channels),
+        "actions": len(s.agent.actions),
+        "steps": len(s.schedule),
+    }

@@ -61,8 +61,9 @@ class Crashed(Exception):
 class Environment(Protocol):
     """What the suite gives an implementation."""
 
-    def tool(self, key: Key, position: int, record: Record, path: Path, tool: str,
-             reads: tuple[Any, ...]) -> str:
+    def tool(
+        self, key: Key, position: int, record: Record, path: Path, tool: str, reads: tuple[Any, ...]
+    ) -> str:
         """Call a tool (external work). Counts as an effect."""
 
     def output(self, key: Key, identity: str, path: Path, value: str) -> None:
@@ -81,8 +82,7 @@ class Implementation(Protocol):
 
     capabilities: Capabilities
 
-    def open(self, agent: Agent, topology: Topology, contract: Contract,
-             env: Environment) -> None:
+    def open(self, agent: Agent, topology: Topology, contract: Contract, env: Environment) -> None:
         """Start empty: no state, an empty store (checkpoint 0 is this state)."""
 
     def deliver(self, record: Record) -> None:

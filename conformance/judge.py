@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attrs import evolve, frozen
+
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 from replay_contract.model.narrate import table
@@ -61,26 +62,26 @@ class Result:
 def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> str | None:
     """Why the target cannot run this scenario under this contract, if it cannot."""
     if contract.name not in caps.contracts:
-        return f"the target claims {', '.join(caps.contracts) or 'no contract'}, " \
-               f"not {contract.name}"
+        return (
+            f"the target claims {', '.join(caps.contracts) or 'no contract'}, not {contract.name}"
+        )
     if not caps.crash_points and any(s.crash_after is not None for s in scenario.schedule):
-        return "needs a crash inside a step (crash_after); the target crashes only " \
-               "between steps"
+        return "needs a crash inside a step (crash_after); the target crashes only between steps"
     if not caps.non_replayable and any(not c.replayable for c in scenario.topology.channels):
         return "needs a source that is not replayable; the target does not support one"
     return None
 
 
-def judge(impl: Implementation, scenario: Scenario, contract: Contract,
-          seed: int | None = None) -> Result:
+def judge(
+    impl: Implementation, scenario: Scenario, contract: Contract, seed: int | None = None
+) -> Result:
     """Run ``scenario`` against ``impl`` under ``contract`` and judge the run."""
     reason = skip_reason(impl.capabilities, scenario, contract)
     if reason is not None:
         return Result(scenario.name, SKIPPED, seed, reason)
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
-    exp_trace = t.Trace(scenario.agent, contract.basis,
-                        tuple(e for _, es in expected for e in es))
+    exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
     exp_verdicts = {v.property: v for v in check_all(exp_trace)}
     act_verdicts = check_all(act_trace)
@@ -88,13 +89,16 @@ def judge(impl: Implementation, scenario: Scenario, contract: Contract,
     cr = next(v for v in act_verdicts if v.property == COMPLETE_REUSE)
     diff = first_difference(expected, observed.steps)
     passed = Result(
-        scenario.name, PASSED, seed,
+        scenario.name,
+        PASSED,
+        seed,
         expected_tool_calls=sum(isinstance(e, t.Tool) for e in exp_trace.events),
         tool_calls=sum(isinstance(e, t.Tool) for e in act_trace.events),
         expected_repeated=len(repeated_tool_calls(exp_trace)),
         repeated=len(repeated_tool_calls(act_trace)),
-        complete_reuse="" if cr.holds else f"{_step_of(observed, cr.witness[-1])}: "
-                                              f"{cr.explanation}",
+        complete_reuse=""
+        if cr.holds
+        else f"{_step_of(observed, cr.witness[-1])}: {cr.explanation}",
     )
     if observed.error is None and diff is None and not broken:
         return passed
@@ -105,12 +109,21 @@ def judge(impl: Implementation, scenario: Scenario, contract: Contract,
     else:
         assert diff is not None
         reason = f"first difference: {diff.summary()}"
-    return evolve(passed, verdict=FAILED, reason=reason,
-                  property=broken[0].property if broken else None,
-                  difference=diff.summary() if diff is not None else None,
-                  report=failure_report(scenario, contract, diff, act_trace,
-                                        [v for v in act_verdicts if not v.holds],
-                                        observed.error))
+    return evolve(
+        passed,
+        verdict=FAILED,
+        reason=reason,
+        property=broken[0].property if broken else None,
+        difference=diff.summary() if diff is not None else None,
+        report=failure_report(
+            scenario,
+            contract,
+            diff,
+            act_trace,
+            [v for v in act_verdicts if not v.holds],
+            observed.error,
+        ),
+    )
 
 
 def _step_of(observed: Observed, event: int) -> str:
@@ -123,8 +136,14 @@ def _step_of(observed: Observed, event: int) -> str:
     return "the end"
 
 
-def failure_report(scenario: Scenario, contract: Contract, diff: Difference | None,
-                   trace: t.Trace, broken: list[Verdict], error: str | None) -> str:
+def failure_report(
+    scenario: Scenario,
+    contract: Contract,
+    diff: Difference | None,
+    trace: t.Trace,
+    broken: list[Verdict],
+    error: str | None,
+) -> str:
     """The readable report of a failed scenario: the first difference as a table, the
     properties the implementation broke, and its run as the model narrates runs."""
     parts = [f"scenario {scenario.name} under {contract.name}"]

@@ -33,18 +33,22 @@ _SUITE_EVENTS = (t.Deliver, t.Checkpoint, t.Crash, t.Restore, t.End)
 class ModelImplementation:
     """The reference model, stepped through the :class:`Implementation` protocol."""
 
-    def __init__(self, contract: Contract | None = None,
-                 claims: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, contract: Contract | None = None, claims: tuple[str, ...] | None = None
+    ) -> None:
         self.forced = contract
-        claimed = claims if claims is not None else (
-            (ORDERED.name,) if contract is not None else _all_contracts())
-        self.capabilities = Capabilities(contracts=claimed, crash_points=True,
-                                         non_replayable=True, rescaling=False)
+        claimed = (
+            claims
+            if claims is not None
+            else ((ORDERED.name,) if contract is not None else _all_contracts())
+        )
+        self.capabilities = Capabilities(
+            contracts=claimed, crash_points=True, non_replayable=True, rescaling=False
+        )
         self._world: op.World | None = None
         self._env: Environment | None = None
 
-    def open(self, agent: Agent, topology: Topology, contract: Contract,
-             env: Environment) -> None:
+    def open(self, agent: Agent, topology: Topology, contract: Contract, env: Environment) -> None:
         self._world = op.World(topology, agent, self.forced or contract)
         self._env = env
 
@@ -58,8 +62,10 @@ class ModelImplementation:
         self._step(lambda w, n: op.deliver(w, record.identity, n))
         delivered = next(e for e in reversed(self.world.events) if isinstance(e, t.Deliver))
         if delivered.digest != record.digest:
-            raise RuntimeError(f"the suite delivered {record.identity} with digest "
-                               f"{record.digest}, the model's channel with {delivered.digest}")
+            raise RuntimeError(
+                f"the suite delivered {record.identity} with digest "
+                f"{record.digest}, the model's channel with {delivered.digest}"
+            )
 
     def checkpoint(self) -> int:
         self._world = op.checkpoint(self.world)
@@ -86,10 +92,10 @@ class ModelImplementation:
         before = self.world
         after = handler(before, None)
         effects = 0
-        events = after.events[len(before.events):]
+        events = after.events[len(before.events) :]
         for i, event in enumerate(events):
             try:
-                effects += self._replay(event, events[i + 1:])
+                effects += self._replay(event, events[i + 1 :])
             except Crashed:
                 effects += int(t.is_effect(event))
                 self._world = handler(before, effects)
@@ -104,11 +110,13 @@ class ModelImplementation:
             return 0
         if isinstance(event, t.Tool):
             record = self._record(event.identity, event.digest)
-            result = env.tool(event.key, event.position, record, event.path, event.tool,
-                              _reads(event, rest))
+            result = env.tool(
+                event.key, event.position, record, event.path, event.tool, _reads(event, rest)
+            )
             if result != event.result:
-                raise RuntimeError(f"tool {event.tool} returned {result}, the model "
-                                   f"computed {event.result}")
+                raise RuntimeError(
+                    f"tool {event.tool} returned {result}, the model computed {event.result}"
+                )
             return 1
         if isinstance(event, t.Output):
             env.output(event.key, event.identity, event.path, event.value)
@@ -129,7 +137,10 @@ def _reads(tool: t.Tool, rest: tuple[t.Event, ...]) -> tuple[Any, ...]:
     follows the action's tool calls, not on the calls themselves."""
     for event in rest:
         if isinstance(event, t.Save) and (event.position, event.identity, event.path) == (
-                tool.position, tool.identity, tool.path):
+            tool.position,
+            tool.identity,
+            tool.path,
+        ):
             return event.reads
     raise RuntimeError(f"no save follows the tool call of {tool.identity} {tool.path}")
 

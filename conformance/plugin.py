@@ -28,17 +28,38 @@ _SESSION_KEY = pytest.StashKey["_ReplaySession"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("replay-contract", "replay contract conformance suite")
-    group.addoption("--replay-target", metavar="T",
-                    help="run the conformance suite against target T (model, kafka, fluss, "
-                    "process:<command>, mutant:<name>)")
-    group.addoption("--replay-contract", metavar="NAME", default="ordered",
-                    help="the contract to hold the target to (default: ordered)")
-    group.addoption("--replay-examples", metavar="N", type=int, default=50,
-                    help="generated scenarios (default: 50)")
-    group.addoption("--replay-seed", metavar="S", type=int, default=0,
-                    help="seed of the first generated scenario (default: 0)")
-    group.addoption("--replay-out", metavar="DIR", default="out/conformance",
-                    help="where failing scenarios are written (default: out/conformance)")
+    group.addoption(
+        "--replay-target",
+        metavar="T",
+        help="run the conformance suite against target T (model, kafka, fluss, "
+        "process:<command>, mutant:<name>)",
+    )
+    group.addoption(
+        "--replay-contract",
+        metavar="NAME",
+        default="ordered",
+        help="the contract to hold the target to (default: ordered)",
+    )
+    group.addoption(
+        "--replay-examples",
+        metavar="N",
+        type=int,
+        default=50,
+        help="generated scenarios (default: 50)",
+    )
+    group.addoption(
+        "--replay-seed",
+        metavar="S",
+        type=int,
+        default=0,
+        help="seed of the first generated scenario (default: 0)",
+    )
+    group.addoption(
+        "--replay-out",
+        metavar="DIR",
+        default="out/conformance",
+        help="where failing scenarios are written (default: out/conformance)",
+    )
 
 
 class _ReplaySession:
@@ -77,15 +98,13 @@ class ReplayScenario(pytest.Item):
         from .suite import run_case
 
         session = self.config.stash[_SESSION_KEY]
-        result = run_case(session.impl, self.case, session.contract, session.out,
-                          session.target)
+        result = run_case(session.impl, self.case, session.contract, session.out, session.target)
         if result.verdict == SKIPPED:
             pytest.skip(result.reason)
         if result.verdict == FAILED:
             raise ScenarioFailed(result.reason, result.report, result.scenario_file)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ScenarioFailed):
             return str(excinfo.value.text())
         return str(super().repr_failure(excinfo))
@@ -111,14 +130,18 @@ class ReplaySuite(pytest.Collector):
         from .suite import cases
 
         session = self.config.stash[_SESSION_KEY]
-        for case in cases(self.config.getoption("replay_examples"),
-                          self.config.getoption("replay_seed"), session.contract):
+        for case in cases(
+            self.config.getoption("replay_examples"),
+            self.config.getoption("replay_seed"),
+            session.contract,
+        ):
             yield ReplayScenario.from_parent(self, name=case.name, case=case)
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
-                                  items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     if not config.getoption("replay_target"):
         return
     replay = _ReplaySession(config)

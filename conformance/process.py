@@ -39,16 +39,23 @@ class ProtocolError(Exception):
 
 
 def record_json(record: Record) -> dict[str, Any]:
-    return {"id": record.identity, "key": record.key, "payload": record.payload,
-            "channel": record.channel, "offset": record.offset, "digest": record.digest}
+    return {
+        "id": record.identity,
+        "key": record.key,
+        "payload": record.payload,
+        "channel": record.channel,
+        "offset": record.offset,
+        "digest": record.digest,
+    }
 
 
 def record_from_json(data: Any) -> Record:
     if not isinstance(data, dict):
         raise ProtocolError(f"expected a record object, got {json.dumps(data)[:60]}")
     try:
-        return Record(data["id"], data["key"], data.get("payload"), data["channel"],
-                      int(data["offset"]))
+        return Record(
+            data["id"], data["key"], data.get("payload"), data["channel"], int(data["offset"])
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"record {json.dumps(data)[:60]}: {exc}") from None
 
@@ -62,8 +69,12 @@ class ProcessImplementation:
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._env: Environment | None = None
         self._agent: Agent | None = None
-        self._stderr = tempfile.NamedTemporaryFile("w+", prefix="replay-process-",  # noqa: SIM115
-                                                   suffix=".log", delete=False)
+        self._stderr = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open while the process runs)
+            "w+",
+            prefix="replay-process-",
+            suffix=".log",
+            delete=False,
+        )
         try:
             hello = self._start()
             caps = hello.get("capabilities")
@@ -74,21 +85,30 @@ class ProcessImplementation:
             raise
         self.name = str(hello.get("name", command))
         self.capabilities = Capabilities(
-            tuple(str(c) for c in caps["contracts"]), bool(caps.get("crash_points", False)),
-            bool(caps.get("non_replayable", False)), bool(caps.get("rescaling", False)))
+            tuple(str(c) for c in caps["contracts"]),
+            bool(caps.get("crash_points", False)),
+            bool(caps.get("non_replayable", False)),
+            bool(caps.get("rescaling", False)),
+        )
 
     # -- the process -----------------------------------------------------------------
 
     def _start(self) -> dict[str, Any]:
-        self._proc = subprocess.Popen(shlex.split(self.command), stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                                      bufsize=1)
+        self._proc = subprocess.Popen(
+            shlex.split(self.command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            bufsize=1,
+        )
         self._lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self._proc, self._lines), daemon=True).start()
         hello = self._read()
         if hello.get("protocol") != PROTOCOL:
-            raise ProtocolError(f"the first line must announce protocol {PROTOCOL!r}, got "
-                                f"{json.dumps(hello)[:80]}")
+            raise ProtocolError(
+                f"the first line must announce protocol {PROTOCOL!r}, got {json.dumps(hello)[:80]}"
+            )
         return hello
 
     @staticmethod
@@ -176,13 +196,20 @@ class ProcessImplementation:
         kind = call["call"]
         try:
             if kind == "tool":
-                return {"result": env.tool(call["key"], int(call["position"]),
-                                           record_from_json(call["record"]),
-                                           tuple(call["path"]), str(call["tool"]),
-                                           tuple(call.get("reads", ())))}
+                return {
+                    "result": env.tool(
+                        call["key"],
+                        int(call["position"]),
+                        record_from_json(call["record"]),
+                        tuple(call["path"]),
+                        str(call["tool"]),
+                        tuple(call.get("reads", ())),
+                    )
+                }
             if kind == "output":
-                env.output(call["key"], str(call["identity"]), tuple(call["path"]),
-                           str(call["value"]))
+                env.output(
+                    call["key"], str(call["identity"]), tuple(call["path"]), str(call["value"])
+                )
                 return {"ok": True}
             if kind == "report":
                 env.report(t.event_from_json(call["event"]))
@@ -200,21 +227,30 @@ class ProcessImplementation:
         action = next((a for a in self._agent.actions if a.name == name), None)
         if action is None:
             raise ProtocolError(f"execute: no action {name!r}")
-        effects = execute(action, tuple(call["path"]), record_from_json(call["record"]),
-                          tuple(call.get("reads", ())),
-                          tuple((str(a), str(b)) for a, b in call.get("tool_results", ())))
+        effects = execute(
+            action,
+            tuple(call["path"]),
+            record_from_json(call["record"]),
+            tuple(call.get("reads", ())),
+            tuple((str(a), str(b)) for a, b in call.get("tool_results", ())),
+        )
         return {"writes": [list(w) for w in effects.writes], "outputs": list(effects.outputs)}
 
     # -- the Implementation protocol -------------------------------------------------
 
-    def open(self, agent: Agent, topology: Topology, contract: Contract,
-             env: Environment) -> None:
+    def open(self, agent: Agent, topology: Topology, contract: Contract, env: Environment) -> None:
         if self._proc is None or self._proc.poll() is not None:
             self._start()
         self._env, self._agent = env, agent
         scenario = Scenario("", agent, topology, ()).to_json()
-        self._request({"op": "open", "agent": scenario["agent"],
-                       "channels": scenario["channels"], "contract": contract.to_json()})
+        self._request(
+            {
+                "op": "open",
+                "agent": scenario["agent"],
+                "channels": scenario["channels"],
+                "contract": contract.to_json(),
+            }
+        )
 
     def deliver(self, record: Record) -> None:
         self._request({"op": "deliver", "record": record_json(record)})
@@ -222,7 +258,7 @@ class ProcessImplementation:
     def checkpoint(self) -> int:
         done = self._request({"op": "checkpoint"})
         if not isinstance(done, dict) or not isinstance(done.get("checkpoint"), int):
-            raise ProtocolError(f"checkpoint: expected {{\"checkpoint\": N}}, got {done!r}")
+            raise ProtocolError(f'checkpoint: expected {{"checkpoint": N}}, got {done!r}')
         return int(done["checkpoint"])
 
     def crash(self) -> None:
@@ -236,8 +272,10 @@ class ProcessImplementation:
         try:
             return {_key(m["key"]): dict(m["memory"]) for m in done["memory"]}
         except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"end: expected {{\"memory\": [{{\"key\": ..., \"memory\": "
-                                f"{{...}}}}]}}, got {json.dumps(done)[:80]} ({exc})") from None
+            raise ProtocolError(
+                f'end: expected {{"memory": [{{"key": ..., "memory": '
+                f"{{...}}}}]}}, got {json.dumps(done)[:80]} ({exc})"
+            ) from None
 
     def close(self) -> None:
         self._env = None

@@ -15,8 +15,9 @@ from replay_contract.model.scenario import Scenario, Step
 from .runner import schedule
 
 
-def reference_steps(scenario: Scenario, contract: Contract
-                    ) -> tuple[tuple[Step, tuple[t.Event, ...]], ...]:
+def reference_steps(
+    scenario: Scenario, contract: Contract
+) -> tuple[tuple[Step, tuple[t.Event, ...]], ...]:
     """Each step of the schedule (with the implied ``end``) and the events it adds."""
     world = op.World(scenario.topology, scenario.agent, contract)
     steps = []

@@ -50,32 +50,55 @@ def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
         if not everything and r.verdict == PASSED and not r.repeated and r.seed is not None:
             continue
         text = note(r)
-        rows.append((r.name, r.verdict, f"{r.expected_tool_calls} / {r.tool_calls}",
-                     f"{r.expected_repeated} / {r.repeated}",
-                     text if len(text) <= width else text[:width - 3] + "..."))
-    head = (f"target {run.target}, contract {run.contract}, seed {run.seed}: "
-            f"{run.count(PASSED)} passed, {run.count(FAILED)} failed, "
-            f"{run.count(SKIPPED)} skipped in {run.seconds:.1f}s")
+        rows.append(
+            (
+                r.name,
+                r.verdict,
+                f"{r.expected_tool_calls} / {r.tool_calls}",
+                f"{r.expected_repeated} / {r.repeated}",
+                text if len(text) <= width else text[: width - 3] + "...",
+            )
+        )
+    head = (
+        f"target {run.target}, contract {run.contract}, seed {run.seed}: "
+        f"{run.count(PASSED)} passed, {run.count(FAILED)} failed, "
+        f"{run.count(SKIPPED)} skipped in {run.seconds:.1f}s"
+    )
     if not rows:
         return head
-    table = render(("scenario", "verdict", "tool calls exp/act", "repeated exp/act",
-                    "first difference / broken property"), rows)
+    table = render(
+        (
+            "scenario",
+            "verdict",
+            "tool calls exp/act",
+            "repeated exp/act",
+            "first difference / broken property",
+        ),
+        rows,
+    )
     return f"{table}\n\n{head}"
 
 
 def to_json(run: SuiteRun) -> dict[str, Any]:
     return {
-        "target": run.target, "contract": run.contract, "seed": run.seed,
-        "passed": run.count(PASSED), "failed": run.count(FAILED),
-        "skipped": run.count(SKIPPED), "seconds": round(run.seconds, 3),
+        "target": run.target,
+        "contract": run.contract,
+        "seed": run.seed,
+        "passed": run.count(PASSED),
+        "failed": run.count(FAILED),
+        "skipped": run.count(SKIPPED),
+        "seconds": round(run.seconds, 3),
         "results": [result_json(r) for r in run.results],
     }
 
 
 def result_json(r: Result) -> dict[str, Any]:
     return {
-        "name": r.name, "seed": r.seed, "verdict": r.verdict,
-        "property": r.property, "difference": r.difference,
+        "name": r.name,
+        "seed": r.seed,
+        "verdict": r.verdict,
+        "property": r.property,
+        "difference": r.difference,
         "reason": r.reason or None,
         "tool_calls": {"expected": r.expected_tool_calls, "actual": r.tool_calls},
         "repeated_tool_calls": {"expected": r.expected_repeated, "actual": r.repeated},
@@ -86,16 +109,23 @@ def result_json(r: Result) -> dict[str, Any]:
 
 def junit(run: SuiteRun, path: Path) -> None:
     """JUnit XML: one test case per scenario, failures with their report."""
-    suite = ET.Element("testsuite", name=f"replay-contract conform {run.target}",
-                       tests=str(len(run.results)), failures=str(run.count(FAILED)),
-                       skipped=str(run.count(SKIPPED)), time=f"{run.seconds:.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name=f"replay-contract conform {run.target}",
+        tests=str(len(run.results)),
+        failures=str(run.count(FAILED)),
+        skipped=str(run.count(SKIPPED)),
+        time=f"{run.seconds:.3f}",
+    )
     for r in run.results:
-        case = ET.SubElement(suite, "testcase", classname=f"{run.target}.{run.contract}",
-                             name=r.name)
+        case = ET.SubElement(
+            suite, "testcase", classname=f"{run.target}.{run.contract}", name=r.name
+        )
         if r.verdict == FAILED:
             failure = ET.SubElement(case, "failure", message=r.reason)
-            failure.text = r.report + (f"\n\nscenario file: {r.scenario_file}"
-                                       if r.scenario_file else "")
+            failure.text = r.report + (
+                f"\n\nscenario file: {r.scenario_file}" if r.scenario_file else ""
+            )
         elif r.verdict == SKIPPED:
             ET.SubElement(case, "skipped", message=r.reason)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,10 +149,14 @@ class Progress:
             self.stream.write("\r\033[K" + line[:100])
             if r.verdict == FAILED:
                 self.stream.write(f"\n  {r.reason[:160]}\n")
-        elif r.verdict == FAILED or self.done % max(1, self.total // 10) == 0 \
-                or self.done == self.total:
-            self.stream.write(line + (f"\n  {r.reason[:160]}" if r.verdict == FAILED else "")
-                              + "\n")
+        elif (
+            r.verdict == FAILED
+            or self.done % max(1, self.total // 10) == 0
+            or self.done == self.total
+        ):
+            self.stream.write(
+                line + (f"\n  {r.reason[:160]}" if r.verdict == FAILED else "") + "\n"
+            )
         self.stream.flush()
 
     def close(self) -> None:
@@ -133,13 +167,21 @@ class Progress:
 
 def failures(results: Sequence[Result], target: str, contract: str) -> str:
     """The full report of every failure, for the end of the text output."""
-    return "\n\n".join(f"== {r.name} ({r.reason})\n{r.report}"
-                       + (f"\n\nreplay: {replay_command(target, contract, r.scenario_file)}"
-                          if r.scenario_file else "")
-                       for r in results if r.verdict == FAILED)
+    return "\n\n".join(
+        f"== {r.name} ({r.reason})\n{r.report}"
+        + (
+            f"\n\nreplay: {replay_command(target, contract, r.scenario_file)}"
+            if r.scenario_file
+            else ""
+        )
+        for r in results
+        if r.verdict == FAILED
+    )
 
 
 def replay_command(target: str, contract: str, scenario_file: str) -> str:
     """The command that runs one written scenario again, alone."""
-    return (f"replay-contract conform --target {shlex.quote(target)} --contract {contract} "
-            f"--scenario {shlex.quote(scenario_file)} --examples 0 --no-sweep")
+    return (
+        f"replay-contract conform --target {shlex.quote(target)} --contract {contract} "
+        f"--scenario {shlex.quote(scenario_file)} --examples 0 --no-sweep"
+    )

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
+
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Scenario, Step
@@ -79,8 +80,7 @@ def observe(impl: Implementation, scenario: Scenario, contract: Contract) -> Obs
 
 
 class _Driver:
-    def __init__(self, impl: Implementation, scenario: Scenario, env: SuiteEnvironment
-                 ) -> None:
+    def __init__(self, impl: Implementation, scenario: Scenario, env: SuiteEnvironment) -> None:
         self.impl, self.env = impl, env
         self.channels = Channels(scenario.topology)
         self.checkpoints = 0
@@ -90,8 +90,16 @@ class _Driver:
         if step.kind == "deliver":
             assert step.record is not None
             record = self.channels.deliver(step.record)
-            self.env.record(t.Deliver(record.identity, record.key, record.channel,
-                                      record.offset, record.digest, record.payload))
+            self.env.record(
+                t.Deliver(
+                    record.identity,
+                    record.key,
+                    record.channel,
+                    record.offset,
+                    record.digest,
+                    record.payload,
+                )
+            )
             self._crashable(lambda: self.impl.deliver(record), step.crash_after)
         elif step.kind == "checkpoint":
             number = self.impl.checkpoint()
@@ -127,7 +135,8 @@ class _Driver:
             self.env.record(t.Crash())
 
 
-def end_memory(memory: Mapping[Key, Mapping[str, Any]]
-               ) -> tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...]:
+def end_memory(
+    memory: Mapping[Key, Mapping[str, Any]],
+) -> tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...]:
     """The ``End`` event's memory: every key with its fields, sorted by field."""
     return tuple((key, tuple(sorted(dict(fields).items()))) for key, fields in memory.items())

@@ -18,8 +18,7 @@ from replay_contract.model.errors import ScenarioError
 from replay_contract.model.scenario import Scenario, loads
 
 
-def shrink(scenario: Scenario, fails: Callable[[Scenario], bool], budget: int = 200
-           ) -> Scenario:
+def shrink(scenario: Scenario, fails: Callable[[Scenario], bool], budget: int = 200) -> Scenario:
     """The smallest scenario found (within ``budget`` tries) for which ``fails`` holds."""
     current, tries = scenario, 0
     improved = True

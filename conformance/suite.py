@@ -47,19 +47,28 @@ class Case:
     seed: int | None = None
 
 
-def cases(examples: int, seed: int, contract: Contract, sweep: bool = True,
-          scenarios: Sequence[Scenario] | None = None) -> list[Case]:
+def cases(
+    examples: int,
+    seed: int,
+    contract: Contract,
+    sweep: bool = True,
+    scenarios: Sequence[Scenario] | None = None,
+) -> list[Case]:
     """The fixed scenarios (the catalogue, or ``scenarios`` when given), their crash
     sweeps, and ``examples`` generated scenarios."""
-    fixed = [Case(name, "catalogue", _builtin(name)) for name in catalogue.names()] \
-        if scenarios is None else [Case(s.name, "file", _const(s)) for s in scenarios]
+    fixed = (
+        [Case(name, "catalogue", _builtin(name)) for name in catalogue.names()]
+        if scenarios is None
+        else [Case(s.name, "file", _const(s)) for s in scenarios]
+    )
     out = list(fixed)
     if sweep:
         for case in fixed:
             for variant in crash_sweep(case.build(), contract=contract):
                 out.append(Case(variant.name, "sweep", _const(variant)))
-    out.extend(Case(f"generated-{s}", "generated", _seeded(s), s)
-               for s in range(seed, seed + examples))
+    out.extend(
+        Case(f"generated-{s}", "generated", _seeded(s), s) for s in range(seed, seed + examples)
+    )
     return out
 
 
@@ -75,8 +84,14 @@ def _seeded(seed: int) -> Callable[[], Scenario]:
     return lambda: generate(seed)
 
 
-def run_case(impl: Implementation, case: Case, contract: Contract, out: Path | None,
-             target: str, shrinking: bool = True) -> Result:
+def run_case(
+    impl: Implementation,
+    case: Case,
+    contract: Contract,
+    out: Path | None,
+    target: str,
+    shrinking: bool = True,
+) -> Result:
     """Run one case; a failure is written to ``out`` (and shrunk, when generated)."""
     scenario = case.build()
     result = judge(impl, scenario, contract, case.seed)
@@ -96,17 +111,22 @@ def run_case(impl: Implementation, case: Case, contract: Contract, out: Path | N
     return evolve(result, scenario_file=str(path), report=report)
 
 
-def run_all(impl: Implementation, todo: Iterable[Case], contract: Contract,
-            out: Path | None, target: str, shrinking: bool = True,
-            progress: Callable[[Result], None] | None = None) -> list[Result]:
+def run_all(
+    impl: Implementation,
+    todo: Iterable[Case],
+    contract: Contract,
+    out: Path | None,
+    target: str,
+    shrinking: bool = True,
+    progress: Callable[[Result], None] | None = None,
+) -> list[Result]:
     """Run every case in order, reporting each result to ``progress``; only the first
     :data:`SHRINK_FIRST` failing generated cases are shrunk (the rest are written as
     they are), so that a badly broken target still finishes quickly."""
     results = []
     shrunk = 0
     for case in todo:
-        result = run_case(impl, case, contract, out, target,
-                          shrinking and shrunk < SHRINK_FIRST)
+        result = run_case(impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST)
         shrunk += result.verdict == FAILED and case.family == "generated"
         results.append(result)
         if progress is not None:

@@ -70,15 +70,18 @@ def _runtime(target: str) -> Implementation:
         raise CommandError(f"target {target}: not available: {_one_line(exc)}") from None
     factory = getattr(module, "implementation", None)
     if factory is None:
-        raise CommandError(f"target {target}: not available: {module_name} has no "
-                           "implementation() function")
+        raise CommandError(
+            f"target {target}: not available: {module_name} has no implementation() function"
+        )
     try:
         impl = factory()
     except Exception as exc:
         raise CommandError(f"target {target}: not available: {_one_line(exc)}") from None
     if not isinstance(impl, Implementation):
-        raise CommandError(f"target {target}: not available: {module_name}.implementation() "
-                           "returned something that lacks the Implementation methods")
+        raise CommandError(
+            f"target {target}: not available: {module_name}.implementation() "
+            "returned something that lacks the Implementation methods"
+        )
     return impl
 
 

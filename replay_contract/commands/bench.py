@@ -25,20 +25,34 @@ from replay_contract.model.narrate import render
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "bench", help="measure the runtime: ordered vs seqnum throughput, recovery time",
+        "bench",
+        help="measure the runtime: ordered vs seqnum throughput, recovery time",
         description="Throughput of ordered vs seqnum, writes and round trips per input, and "
-        "recovery time vs replayed inputs and vs what the store holds before the marker.")
-    parser.add_argument("--backend", default="memory",
-                        help="kafka, memory, fluss or all (default: memory)")
-    parser.add_argument("--inputs", type=int, default=2000,
-                        help="inputs per throughput run (default: 2000)")
+        "recovery time vs replayed inputs and vs what the store holds before the marker.",
+    )
+    parser.add_argument(
+        "--backend", default="memory", help="kafka, memory, fluss or all (default: memory)"
+    )
+    parser.add_argument(
+        "--inputs", type=int, default=2000, help="inputs per throughput run (default: 2000)"
+    )
     parser.add_argument("--keys", type=int, default=16, help="keys (default: 16)")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="throughput runs per contract, alternating (default: 3)")
-    parser.add_argument("--replayed", default="10,100,1000",
-                        help="inputs replayed for one key after a crash (default: 10,100,1000)")
-    parser.add_argument("--pad", default="0,10000,100000",
-                        help="entries before the marker (default: 0,10000,100000)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="throughput runs per contract, alternating (default: 3)",
+    )
+    parser.add_argument(
+        "--replayed",
+        default="10,100,1000",
+        help="inputs replayed for one key after a crash (default: 10,100,1000)",
+    )
+    parser.add_argument(
+        "--pad",
+        default="0,10000,100000",
+        help="entries before the marker (default: 0,10000,100000)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.set_defaults(func=run)
 
@@ -47,8 +61,7 @@ def _sizes(text: str, what: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise CommandError(f"--{what}: expected comma-separated integers, got {text!r}"
-                           ) from None
+        raise CommandError(f"--{what}: expected comma-separated integers, got {text!r}") from None
     if not sizes or any(s < 0 for s in sizes):
         raise CommandError(f"--{what}: expected non-negative integers, got {text!r}")
     return sizes
@@ -75,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"{name}: skipped ({exc})")
             results[name] = {"skipped": str(exc)}
             continue
-        results[name] = measure(backend, name, args.inputs, args.keys, args.repeat,
-                                replayed, pads)
+        results[name] = measure(backend, name, args.inputs, args.keys, args.repeat, replayed, pads)
     if args.json:
         print(json.dumps({"backends": results}, indent=2))
     else:
@@ -84,15 +96,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def measure(backend: Any, name: str, inputs: int, keys: int, repeat: int,
-            replayed: list[int], pads: list[int]) -> dict[str, Any]:
+def measure(
+    backend: Any,
+    name: str,
+    inputs: int,
+    keys: int,
+    repeat: int,
+    replayed: list[int],
+    pads: list[int],
+) -> dict[str, Any]:
     from replay_contract.runtime import bench
 
     runs: dict[str, list[bench.Throughput]] = {SEQNUM.name: [], ORDERED.name: []}
     for i in range(repeat):
         for contract in (SEQNUM, ORDERED) if i % 2 == 0 else (ORDERED, SEQNUM):
-            progress(f"{name}: throughput {contract.name} run {i + 1}/{repeat} "
-                     f"({inputs} inputs, {keys} keys)")
+            progress(
+                f"{name}: throughput {contract.name} run {i + 1}/{repeat} "
+                f"({inputs} inputs, {keys} keys)"
+            )
             runs[contract.name].append(bench.throughput(backend, contract, inputs, keys))
     medians = {c: statistics.median(r.per_second for r in rs) for c, rs in runs.items()}
     throughput = []
@@ -102,26 +123,35 @@ def measure(backend: Any, name: str, inputs: int, keys: int, repeat: int,
         row["runs_inputs_per_s"] = [round(r.per_second, 1) for r in rs]
         throughput.append(row)
     ratio = medians[ORDERED.name] / medians[SEQNUM.name]
+
     def recovery(contract: Any, n: int, pad: int) -> dict[str, Any]:
         """The median run (by recovery time) of ``repeat``."""
-        runs = sorted((bench.recovery(backend, contract, n, pad) for _ in range(repeat)),
-                      key=lambda r: r.restore_seconds + r.replay_seconds)
+        runs = sorted(
+            (bench.recovery(backend, contract, n, pad) for _ in range(repeat)),
+            key=lambda r: r.restore_seconds + r.replay_seconds,
+        )
         return runs[len(runs) // 2].to_json()
 
     by_replayed = []
     for n in replayed:
         for contract in (ORDERED, SEQNUM):
-            progress(f"{name}: recovery of {n} replayed inputs under {contract.name} "
-                     f"({repeat} runs)")
+            progress(
+                f"{name}: recovery of {n} replayed inputs under {contract.name} ({repeat} runs)"
+            )
             by_replayed.append(recovery(contract, n, 0))
     fixed = min(100, max(replayed)) if replayed else 100
     by_pad = []
     for pad in pads:
-        progress(f"{name}: recovery of {fixed} replayed inputs after {pad} older entries "
-                 f"({repeat} runs)")
+        progress(
+            f"{name}: recovery of {fixed} replayed inputs after {pad} older entries ({repeat} runs)"
+        )
         by_pad.append(recovery(ORDERED, fixed, pad))
-    return {"throughput": throughput, "ratio_ordered_to_seqnum": round(ratio, 3),
-            "recovery_by_replayed": by_replayed, "recovery_by_entries_before_marker": by_pad}
+    return {
+        "throughput": throughput,
+        "ratio_ordered_to_seqnum": round(ratio, 3),
+        "recovery_by_replayed": by_replayed,
+        "recovery_by_entries_before_marker": by_pad,
+    }
 
 
 def report(results: dict[str, Any]) -> str:
@@ -131,26 +161,81 @@ def report(results: dict[str, Any]) -> str:
         if "skipped" in figures:
             parts.append(f"{name}: skipped ({figures['skipped']})")
             continue
-        rows: list[tuple[str, ...]] = [(name, r["contract"], str(r["inputs"]), str(r["keys"]),
-                 f"{r['inputs_per_s']:.0f}", f"{r['writes_per_input']:.2f}",
-                 f"{r['round_trips_per_input']:.2f}") for r in figures["throughput"]]
-        parts.append(render(("backend", "contract", "inputs", "keys", "inputs/s",
-                             "writes/input", "round trips/input"), rows))
-        parts.append(f"{name}: ordered/seqnum throughput ratio "
-                     f"{figures['ratio_ordered_to_seqnum']:.3f}")
-        rows = [(r["contract"], str(r["replayed"]), f"{r['restore_ms']:.1f}",
-                 f"{r['replay_ms']:.1f}", f"{r['recovery_ms']:.1f}", str(r["entries_read"]),
-                 str(r["reused"]), str(r["tool_calls_repeated"]))
-                for r in figures["recovery_by_replayed"]]
-        parts.append(f"{name}: recovery vs inputs replayed for one key\n" + render(
-            ("contract", "replayed", "restore ms", "replay ms", "total ms", "entries read",
-             "reused", "tools repeated"), rows))
-        rows = [(str(r["entries_before_marker"]), str(r["replayed"]), f"{r['restore_ms']:.1f}",
-                 f"{r['recovery_ms']:.1f}", str(r["entries_read"]))
-                for r in figures["recovery_by_entries_before_marker"]]
-        parts.append(f"{name}: recovery (ordered) vs entries before the marker\n" + render(
-            ("entries before marker", "replayed", "restore ms", "total ms", "entries read"),
-            rows))
+        rows: list[tuple[str, ...]] = [
+            (
+                name,
+                r["contract"],
+                str(r["inputs"]),
+                str(r["keys"]),
+                f"{r['inputs_per_s']:.0f}",
+                f"{r['writes_per_input']:.2f}",
+                f"{r['round_trips_per_input']:.2f}",
+            )
+            for r in figures["throughput"]
+        ]
+        parts.append(
+            render(
+                (
+                    "backend",
+                    "contract",
+                    "inputs",
+                    "keys",
+                    "inputs/s",
+                    "writes/input",
+                    "round trips/input",
+                ),
+                rows,
+            )
+        )
+        parts.append(
+            f"{name}: ordered/seqnum throughput ratio {figures['ratio_ordered_to_seqnum']:.3f}"
+        )
+        rows = [
+            (
+                r["contract"],
+                str(r["replayed"]),
+                f"{r['restore_ms']:.1f}",
+                f"{r['replay_ms']:.1f}",
+                f"{r['recovery_ms']:.1f}",
+                str(r["entries_read"]),
+                str(r["reused"]),
+                str(r["tool_calls_repeated"]),
+            )
+            for r in figures["recovery_by_replayed"]
+        ]
+        parts.append(
+            f"{name}: recovery vs inputs replayed for one key\n"
+            + render(
+                (
+                    "contract",
+                    "replayed",
+                    "restore ms",
+                    "replay ms",
+                    "total ms",
+                    "entries read",
+                    "reused",
+                    "tools repeated",
+                ),
+                rows,
+            )
+        )
+        rows = [
+            (
+                str(r["entries_before_marker"]),
+                str(r["replayed"]),
+                f"{r['restore_ms']:.1f}",
+                f"{r['recovery_ms']:.1f}",
+                str(r["entries_read"]),
+            )
+            for r in figures["recovery_by_entries_before_marker"]
+        ]
+        parts.append(
+            f"{name}: recovery (ordered) vs entries before the marker\n"
+            + render(
+                ("entries before marker", "replayed", "restore ms", "total ms", "entries read"),
+                rows,
+            )
+        )
     measured = {name: f for name, f in results.items() if "skipped" not in f}
     if len(measured) > 1:
         parts.append(side_by_side(measured))
@@ -166,17 +251,35 @@ def side_by_side(results: dict[str, Any]) -> str:
         tp = {r["contract"]: r for r in f["throughput"]}
         replayed = [r for r in f["recovery_by_replayed"] if r["contract"] == ORDERED.name]
         most = max(replayed, key=lambda r: r["replayed"]) if replayed else None
-        padded = max(f["recovery_by_entries_before_marker"],
-                     key=lambda r: r["entries_before_marker"], default=None)
-        rows.append((
-            name, f"{tp[SEQNUM.name]['inputs_per_s']:.0f}",
-            f"{tp[ORDERED.name]['inputs_per_s']:.0f}", f"{f['ratio_ordered_to_seqnum']:.3f}",
-            f"{tp[ORDERED.name]['writes_per_input']:.2f}",
-            f"{tp[ORDERED.name]['round_trips_per_input']:.2f}",
-            f"{most['recovery_ms']:.1f} ({most['replayed']})" if most else "-",
-            f"{padded['recovery_ms']:.1f} ({padded['entries_before_marker']})" if padded
-            else "-"))
+        padded = max(
+            f["recovery_by_entries_before_marker"],
+            key=lambda r: r["entries_before_marker"],
+            default=None,
+        )
+        rows.append(
+            (
+                name,
+                f"{tp[SEQNUM.name]['inputs_per_s']:.0f}",
+                f"{tp[ORDERED.name]['inputs_per_s']:.0f}",
+                f"{f['ratio_ordered_to_seqnum']:.3f}",
+                f"{tp[ORDERED.name]['writes_per_input']:.2f}",
+                f"{tp[ORDERED.name]['round_trips_per_input']:.2f}",
+                f"{most['recovery_ms']:.1f} ({most['replayed']})" if most else "-",
+                f"{padded['recovery_ms']:.1f} ({padded['entries_before_marker']})"
+                if padded
+                else "-",
+            )
+        )
     return "side by side\n" + render(
-        ("backend", "seqnum inputs/s", "ordered inputs/s", "ratio", "writes/input",
-         "round trips/input", "recovery ms (replayed)", "recovery ms (entries before)"),
-        rows)
+        (
+            "backend",
+            "seqnum inputs/s",
+            "ordered inputs/s",
+            "ratio",
+            "writes/input",
+            "round trips/input",
+            "recovery ms (replayed)",
+            "recovery ms (entries before)",
+        ),
+        rows,
+    )

@@ -25,31 +25,61 @@ SHOWN_FAILURES = 3
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "conform", help="run the conformance suite against an implementation",
+        "conform",
+        help="run the conformance suite against an implementation",
         description="Run the built-in scenarios, their crash sweeps and generated scenarios "
         "against an implementation; compare its trace with the reference model's and check "
-        "every property.")
-    p.add_argument("--target", required=True,
-                   help="model, kafka, fluss, process:<command> or mutant:<name>")
-    p.add_argument("--contract", default="ordered",
-                   help="the contract to hold the target to (default: ordered)")
-    p.add_argument("--examples", type=int, default=100, metavar="N",
-                   help="generated scenarios to run (default: 100)")
-    p.add_argument("--seed", type=int, metavar="S",
-                   help="seed of the first generated scenario (default: random, printed)")
-    p.add_argument("--scenario", action="append", metavar="FILE",
-                   help="run this scenario file or built-in name instead of the whole "
-                   "catalogue (repeatable); add --examples 0 --no-sweep to run it alone")
-    p.add_argument("--no-sweep", action="store_true",
-                   help="leave out the crash sweeps (every scenario crashed after each "
-                   "effect in turn)")
-    p.add_argument("--no-shrink", action="store_true",
-                   help="do not shrink failing generated scenarios")
-    p.add_argument("--out", type=Path, default=Path("out/conformance"), metavar="DIR",
-                   help="where failing scenarios and reports go (default: out/conformance)")
+        "every property.",
+    )
+    p.add_argument(
+        "--target", required=True, help="model, kafka, fluss, process:<command> or mutant:<name>"
+    )
+    p.add_argument(
+        "--contract",
+        default="ordered",
+        help="the contract to hold the target to (default: ordered)",
+    )
+    p.add_argument(
+        "--examples",
+        type=int,
+        default=100,
+        metavar="N",
+        help="generated scenarios to run (default: 100)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="seed of the first generated scenario (default: random, printed)",
+    )
+    p.add_argument(
+        "--scenario",
+        action="append",
+        metavar="FILE",
+        help="run this scenario file or built-in name instead of the whole "
+        "catalogue (repeatable); add --examples 0 --no-sweep to run it alone",
+    )
+    p.add_argument(
+        "--no-sweep",
+        action="store_true",
+        help="leave out the crash sweeps (every scenario crashed after each effect in turn)",
+    )
+    p.add_argument(
+        "--no-shrink", action="store_true", help="do not shrink failing generated scenarios"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/conformance"),
+        metavar="DIR",
+        help="where failing scenarios and reports go (default: out/conformance)",
+    )
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
-    p.add_argument("--verbose", action="store_true",
-                   help="list every scenario in the summary, passing generated ones too")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every scenario in the summary, passing generated ones too",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -64,15 +94,22 @@ def run(args: argparse.Namespace) -> int:
     impl = targets.resolve(args.target)
     try:
         fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
-        todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep,
-                           scenarios=fixed)
+        todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep, scenarios=fixed)
         progress = report.Progress(len(todo))
         started = time.monotonic()
-        results = suite.run_all(impl, todo, chosen, args.out, args.target,
-                                shrinking=not args.no_shrink, progress=progress.update)
+        results = suite.run_all(
+            impl,
+            todo,
+            chosen,
+            args.out,
+            args.target,
+            shrinking=not args.no_shrink,
+            progress=progress.update,
+        )
         progress.close()
-        done = report.SuiteRun(args.target, chosen.name, seed, tuple(results),
-                               time.monotonic() - started)
+        done = report.SuiteRun(
+            args.target, chosen.name, seed, tuple(results), time.monotonic() - started
+        )
     finally:
         suite.shutdown(impl)
     if args.junit is not None:
@@ -85,16 +122,28 @@ def run(args: argparse.Namespace) -> int:
         if failed:
             print("\n" + report.failures(failed[:SHOWN_FAILURES], args.target, chosen.name))
             if len(failed) > SHOWN_FAILURES:
-                print(f"\n... and {len(failed) - SHOWN_FAILURES} more failures, each "
-                      f"written under {args.out}")
+                print(
+                    f"\n... and {len(failed) - SHOWN_FAILURES} more failures, each "
+                    f"written under {args.out}"
+                )
         print(f"\nreproduce: {reproduce(args, chosen.name, seed)}")
     return 0 if done.ok else 1
 
 
 def reproduce(args: argparse.Namespace, contract_name: str, seed: int) -> str:
     """The command line that runs the same suite again."""
-    words = ["replay-contract", "conform", "--target", args.target, "--contract",
-             contract_name, "--seed", str(seed), "--examples", str(args.examples)]
+    words = [
+        "replay-contract",
+        "conform",
+        "--target",
+        args.target,
+        "--contract",
+        contract_name,
+        "--seed",
+        str(seed),
+        "--examples",
+        str(args.examples),
+    ]
     for ref in args.scenario or ():
         words += ["--scenario", ref]
     if args.no_sweep:

@@ -45,8 +45,7 @@ def load(name: str) -> Backend:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
-            raise CommandError(f"backend {name!r} is not available yet ({module_name})"
-                               ) from None
+            raise CommandError(f"backend {name!r} is not available yet ({module_name})") from None
         raise CommandError(f"backend {name!r} is not available: {exc}") from None
     factory: Callable[[], Backend] = getattr(module, function)
     return factory()

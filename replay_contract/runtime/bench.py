@@ -38,8 +38,9 @@ from replay_contract.model.topology import Channel, Key, Record, Topology
 from .operator import RuntimeOperator
 from .store import Backend, Namespace
 
-AGENT = Agent((Action("respond", reads=("notes",), writes=("notes",), tools=("llm",),
-                      output=True),))
+AGENT = Agent(
+    (Action("respond", reads=("notes",), writes=("notes",), tools=("llm",), output=True),)
+)
 CHECKPOINT_EVERY = 100
 PAD_BATCH = 2000
 CHANNELS = ("upstream-1", "upstream-2")
@@ -55,8 +56,9 @@ class BenchEnvironment:
         self.reused = 0
         self.outputs = 0
 
-    def tool(self, key: Key, position: int, record: Record, path: Path, tool: str,
-             reads: tuple[Any, ...]) -> str:
+    def tool(
+        self, key: Key, position: int, record: Record, path: Path, tool: str, reads: tuple[Any, ...]
+    ) -> str:
         self.tool_calls += 1
         return call_tool(tool, record, path, reads)
 
@@ -74,15 +76,15 @@ def workload(inputs: int, keys: int) -> list[Record]:
     records = []
     for i in range(inputs):
         c = i % 2
-        records.append(Record(f"in-{i}", f"key-{i % keys}", {"n": i}, CHANNELS[c],
-                              offsets[c]))
+        records.append(Record(f"in-{i}", f"key-{i % keys}", {"n": i}, CHANNELS[c], offsets[c]))
         offsets[c] += 1
     return records
 
 
 def _topology(records: list[Record]) -> Topology:
-    return Topology(tuple(Channel(name, tuple(r for r in records if r.channel == name))
-                          for name in CHANNELS))
+    return Topology(
+        tuple(Channel(name, tuple(r for r in records if r.channel == name)) for name in CHANNELS)
+    )
 
 
 @frozen
@@ -99,10 +101,15 @@ class Throughput:
         return self.inputs / self.seconds if self.seconds > 0 else float("inf")
 
     def to_json(self) -> dict[str, Any]:
-        return {"contract": self.contract, "inputs": self.inputs, "keys": self.keys,
-                "seconds": round(self.seconds, 4), "inputs_per_s": round(self.per_second, 1),
-                "writes_per_input": round(self.writes / self.inputs, 3),
-                "round_trips_per_input": round(self.round_trips / self.inputs, 3)}
+        return {
+            "contract": self.contract,
+            "inputs": self.inputs,
+            "keys": self.keys,
+            "seconds": round(self.seconds, 4),
+            "inputs_per_s": round(self.per_second, 1),
+            "writes_per_input": round(self.writes / self.inputs, 3),
+            "round_trips_per_input": round(self.round_trips / self.inputs, 3),
+        }
 
 
 def throughput(backend: Backend, contract: Contract, inputs: int, keys: int) -> Throughput:
@@ -120,9 +127,14 @@ def throughput(backend: Backend, contract: Contract, inputs: int, keys: int) -> 
         stats = impl.stats
     finally:
         impl.close()
-    return Throughput(contract.name, inputs, keys, seconds,
-                      stats.writes - start_stats.writes,
-                      stats.round_trips - start_stats.round_trips)
+    return Throughput(
+        contract.name,
+        inputs,
+        keys,
+        seconds,
+        stats.writes - start_stats.writes,
+        stats.round_trips - start_stats.round_trips,
+    )
 
 
 @frozen
@@ -137,13 +149,17 @@ class Recovery:
     reused: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"contract": self.contract, "replayed": self.replayed,
-                "entries_before_marker": self.pad,
-                "restore_ms": round(self.restore_seconds * 1000, 2),
-                "replay_ms": round(self.replay_seconds * 1000, 2),
-                "recovery_ms": round((self.restore_seconds + self.replay_seconds) * 1000, 2),
-                "entries_read": self.entries_read, "tool_calls_repeated": self.tool_calls,
-                "reused": self.reused}
+        return {
+            "contract": self.contract,
+            "replayed": self.replayed,
+            "entries_before_marker": self.pad,
+            "restore_ms": round(self.restore_seconds * 1000, 2),
+            "replay_ms": round(self.replay_seconds * 1000, 2),
+            "recovery_ms": round((self.restore_seconds + self.replay_seconds) * 1000, 2),
+            "entries_read": self.entries_read,
+            "tool_calls_repeated": self.tool_calls,
+            "reused": self.reused,
+        }
 
 
 class _Prepared:
@@ -167,8 +183,18 @@ def pad_namespace(namespace: Namespace, entries: int, key: Key = "hot") -> None:
             batch: list[Entry] = []
             for i in range(start, min(entries, start + PAD_BATCH)):
                 owner: Key = key if i % 10 == 0 else f"other-{i % 97}"
-                batch.append(Completion(owner, i, f"old-{i}", "0" * 12, ("respond",), (None,),
-                                        (("notes", f"old-{i}"),), (f"old-{i}",)))
+                batch.append(
+                    Completion(
+                        owner,
+                        i,
+                        f"old-{i}",
+                        "0" * 12,
+                        ("respond",),
+                        (None,),
+                        (("notes", f"old-{i}"),),
+                        (f"old-{i}",),
+                    )
+                )
             store.append(batch)
     finally:
         store.close()
@@ -178,8 +204,9 @@ def recovery(backend: Backend, contract: Contract, replayed: int, pad: int = 0) 
     namespace = backend.namespace()
     try:
         pad_namespace(namespace, pad)
-        records = [Record(f"x{i}", "hot", {"n": i}, CHANNELS[i % 2], i // 2)
-                   for i in range(replayed)]
+        records = [
+            Record(f"x{i}", "hot", {"n": i}, CHANNELS[i % 2], i // 2) for i in range(replayed)
+        ]
         again = [records[i ^ 1] if i ^ 1 < replayed else records[i] for i in range(replayed)]
         env = BenchEnvironment()
         impl = RuntimeOperator(_Prepared(namespace), keep_namespaces=True)
@@ -189,8 +216,7 @@ def recovery(backend: Backend, contract: Contract, replayed: int, pad: int = 0) 
             for record in records:
                 impl.deliver(record)
             impl.crash()
-            reads_before, calls_before, reused_before = impl.stats.reads, env.tool_calls, \
-                env.reused
+            reads_before, calls_before, reused_before = impl.stats.reads, env.tool_calls, env.reused
             started = time.perf_counter()
             impl.restore()
             restored = time.perf_counter()
@@ -202,5 +228,13 @@ def recovery(backend: Backend, contract: Contract, replayed: int, pad: int = 0) 
             impl.close()
     finally:
         namespace.drop()
-    return Recovery(contract.name, replayed, pad, restored - started, finished - restored,
-                    entries_read, env.tool_calls - calls_before, env.reused - reused_before)
+    return Recovery(
+        contract.name,
+        replayed,
+        pad,
+        restored - started,
+        finished - restored,
+        entries_read,
+        env.tool_calls - calls_before,
+        env.reused - reused_before,
+    )

@@ -76,16 +76,16 @@ def decode_fields(raw: bytes) -> list[Field]:
     fields: list[Field] = []
     i = 0
     while i < len(raw):
-        tag = raw[i:i + 1]
+        tag = raw[i : i + 1]
         if tag == b"n":
             fields.append(None)
             i += 1
             continue
         colon = raw.find(b":", i + 1)
-        if tag not in (b"s", b"i") or colon < 0 or not raw[i + 1:colon].isdigit():
+        if tag not in (b"s", b"i") or colon < 0 or not raw[i + 1 : colon].isdigit():
             raise DecodeError(f"malformed record key at byte {i}")
-        size = int(raw[i + 1:colon])
-        body = raw[colon + 1:colon + 1 + size]
+        size = int(raw[i + 1 : colon])
+        body = raw[colon + 1 : colon + 1 + size]
         if len(body) != size:
             raise DecodeError(f"record key field at byte {i} is cut short")
         try:
@@ -104,15 +104,24 @@ def business_key(key: Key) -> bytes:
 def record_key(entry: Entry) -> bytes:
     """The record key of an entry (see the module docstring for what it includes)."""
     if isinstance(entry, Completion):
-        return encode_fields([_KEY_TAG, "completion", entry.key, entry.position,
-                              entry.identity, entry.digest, canonical(list(entry.path)),
-                              canonical(list(entry.reads))])
+        return encode_fields(
+            [
+                _KEY_TAG,
+                "completion",
+                entry.key,
+                entry.position,
+                entry.identity,
+                entry.digest,
+                canonical(list(entry.path)),
+                canonical(list(entry.reads)),
+            ]
+        )
     if isinstance(entry, OrderEntry):
-        return encode_fields([_KEY_TAG, "order", entry.key, entry.position, entry.identity,
-                              entry.digest])
+        return encode_fields(
+            [_KEY_TAG, "order", entry.key, entry.position, entry.identity, entry.digest]
+        )
     keep = entry.keep or (None, None)
-    return encode_fields([_KEY_TAG, "invalidation", entry.key, entry.position, keep[0],
-                          keep[1]])
+    return encode_fields([_KEY_TAG, "invalidation", entry.key, entry.position, keep[0], keep[1]])
 
 
 # -- record values ----------------------------------------------------------------------
@@ -122,18 +131,37 @@ def encode(entry: Entry) -> bytes:
     """The record value of an entry."""
     data: dict[str, Any] = {"schema": SCHEMA}
     if isinstance(entry, Completion):
-        data.update(kind="completion", key=entry.key, position=entry.position,
-                    identity=entry.identity, digest=entry.digest, path=list(entry.path),
-                    reads=list(entry.reads), writes=[list(w) for w in entry.writes],
-                    outputs=list(entry.outputs), order=entry.order, channel=entry.channel,
-                    offset=entry.offset)
+        data.update(
+            kind="completion",
+            key=entry.key,
+            position=entry.position,
+            identity=entry.identity,
+            digest=entry.digest,
+            path=list(entry.path),
+            reads=list(entry.reads),
+            writes=[list(w) for w in entry.writes],
+            outputs=list(entry.outputs),
+            order=entry.order,
+            channel=entry.channel,
+            offset=entry.offset,
+        )
     elif isinstance(entry, OrderEntry):
-        data.update(kind="order", key=entry.key, position=entry.position,
-                    identity=entry.identity, digest=entry.digest, channel=entry.channel,
-                    offset=entry.offset)
+        data.update(
+            kind="order",
+            key=entry.key,
+            position=entry.position,
+            identity=entry.identity,
+            digest=entry.digest,
+            channel=entry.channel,
+            offset=entry.offset,
+        )
     else:
-        data.update(kind="invalidation", key=entry.key, position=entry.position,
-                    keep=list(entry.keep) if entry.keep is not None else None)
+        data.update(
+            kind="invalidation",
+            key=entry.key,
+            position=entry.position,
+            keep=list(entry.keep) if entry.keep is not None else None,
+        )
     text: str = canonical(data)
     return text.encode("utf-8")
 
@@ -154,21 +182,37 @@ def decode(key: bytes | None, value: bytes | None) -> Entry:
     kind = get("kind", str)
     entry: Entry
     if kind == "completion":
-        entry = Completion(get.key(), get("position", int), get("identity", str),
-                           get("digest", str), tuple(get.strings("path")),
-                           tuple(get("reads", list)), get.pairs("writes"),
-                           tuple(get.strings("outputs")), get("order", bool),
-                           get("channel", str), get("offset", int))
+        entry = Completion(
+            get.key(),
+            get("position", int),
+            get("identity", str),
+            get("digest", str),
+            tuple(get.strings("path")),
+            tuple(get("reads", list)),
+            get.pairs("writes"),
+            tuple(get.strings("outputs")),
+            get("order", bool),
+            get("channel", str),
+            get("offset", int),
+        )
     elif kind == "order":
-        entry = OrderEntry(get.key(), get("position", int), get("identity", str),
-                           get("digest", str), get("channel", str), get("offset", int))
+        entry = OrderEntry(
+            get.key(),
+            get("position", int),
+            get("identity", str),
+            get("digest", str),
+            get("channel", str),
+            get("offset", int),
+        )
     elif kind == "invalidation":
         keep = data.get("keep")
-        if keep is not None and not (isinstance(keep, list) and len(keep) == 2
-                                     and all(isinstance(k, str) for k in keep)):
+        if keep is not None and not (
+            isinstance(keep, list) and len(keep) == 2 and all(isinstance(k, str) for k in keep)
+        ):
             raise DecodeError("field 'keep' is neither null nor two strings")
-        entry = Invalidation(get.key(), get("position", int),
-                             (keep[0], keep[1]) if keep is not None else None)
+        entry = Invalidation(
+            get.key(), get("position", int), (keep[0], keep[1]) if keep is not None else None
+        )
     else:
         raise DecodeError(f"unknown kind {kind!r}")
     if key != record_key(entry):
@@ -200,7 +244,6 @@ class _Fields:
 
     def pairs(self, name: str) -> tuple[tuple[str, Any], ...]:
         values: list[Any] = self(name, list)
-        if not all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
-                   for v in values):
+        if not all(isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) for v in values):
             raise DecodeError(f"field {name!r} is not a list of [field, value] pairs")
         return tuple((v[0], v[1]) for v in values)

@@ -32,13 +32,16 @@ def bootstrap_address() -> str:
 
         info = service.status()
         if not info.get("running") or not info.get("bootstrap"):
-            raise FlussUnavailable("fluss: no cluster is running; start one with "
-                                   f"`replay-contract services up fluss` or set {ENV}")
+            raise FlussUnavailable(
+                "fluss: no cluster is running; start one with "
+                f"`replay-contract services up fluss` or set {ENV}"
+            )
         address = str(info["bootstrap"])
     host, _, port = address.rpartition(":")
     if host != LOOPBACK or not port.isdigit():
-        raise StoreError(f"fluss: refusing bootstrap address {address!r}: only "
-                         f"{LOOPBACK}:PORT is allowed")
+        raise StoreError(
+            f"fluss: refusing bootstrap address {address!r}: only {LOOPBACK}:PORT is allowed"
+        )
     return address
 
 
@@ -51,8 +54,10 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
 
     port = int(address.rpartition(":")[2])
     if not port_answers(port):
-        raise FlussUnavailable(f"fluss at {address} is not reachable (nothing listens); "
-                               "start it with `replay-contract services up fluss`")
+        raise FlussUnavailable(
+            f"fluss at {address} is not reachable (nothing listens); "
+            "start it with `replay-contract services up fluss`"
+        )
     import fluss
 
     loop = Loop(f"fluss at {address}")
@@ -67,8 +72,10 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
     try:
         loop.run(ask, timeout, "listing databases")
     except (StoreError, fluss.FlussError) as exc:
-        raise FlussUnavailable(f"fluss at {address} does not answer ({exc}); start it with "
-                               "`replay-contract services up fluss`") from None
+        raise FlussUnavailable(
+            f"fluss at {address} does not answer ({exc}); start it with "
+            "`replay-contract services up fluss`"
+        ) from None
     finally:
         loop.close()
 

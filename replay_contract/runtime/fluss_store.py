@@ -80,19 +80,34 @@ TABLE_READY = 10.0
 TABLE_TRIES = 3
 POLL_MS = 100
 
-LOG_COLUMNS = pa.schema([
-    pa.field("schema", pa.int32()), pa.field("generation", pa.int64()),
-    pa.field("seq", pa.int64()), pa.field("at", pa.int64()),
-    pa.field("record_key", pa.binary()), pa.field("value", pa.binary())])
-COMPLETION_COLUMNS = pa.schema([
-    pa.field("record_key", pa.binary(), nullable=False), pa.field("schema", pa.int32()),
-    pa.field("entry_id", pa.int64()), pa.field("generation", pa.int64()),
-    pa.field("value", pa.binary())])
-WRITER_COLUMNS = pa.schema([
-    pa.field("lineage", pa.string(), nullable=False),
-    pa.field("generation", pa.int64(), nullable=False),
-    pa.field("schema", pa.int32()), pa.field("start", pa.int64()),
-    pa.field("client", pa.string())])
+LOG_COLUMNS = pa.schema(
+    [
+        pa.field("schema", pa.int32()),
+        pa.field("generation", pa.int64()),
+        pa.field("seq", pa.int64()),
+        pa.field("at", pa.int64()),
+        pa.field("record_key", pa.binary()),
+        pa.field("value", pa.binary()),
+    ]
+)
+COMPLETION_COLUMNS = pa.schema(
+    [
+        pa.field("record_key", pa.binary(), nullable=False),
+        pa.field("schema", pa.int32()),
+        pa.field("entry_id", pa.int64()),
+        pa.field("generation", pa.int64()),
+        pa.field("value", pa.binary()),
+    ]
+)
+WRITER_COLUMNS = pa.schema(
+    [
+        pa.field("lineage", pa.string(), nullable=False),
+        pa.field("generation", pa.int64(), nullable=False),
+        pa.field("schema", pa.int32()),
+        pa.field("start", pa.int64()),
+        pa.field("client", pa.string()),
+    ]
+)
 
 T = TypeVar("T")
 
@@ -102,10 +117,13 @@ def tables() -> dict[str, fluss.TableDescriptor]:
     return {
         LOG: fluss.TableDescriptor(fluss.Schema(LOG_COLUMNS), bucket_count=1),
         COMPLETIONS: fluss.TableDescriptor(
-            fluss.Schema(COMPLETION_COLUMNS, primary_keys=["record_key"]), bucket_count=1),
+            fluss.Schema(COMPLETION_COLUMNS, primary_keys=["record_key"]), bucket_count=1
+        ),
         WRITERS: fluss.TableDescriptor(
             fluss.Schema(WRITER_COLUMNS, primary_keys=["lineage", "generation"]),
-            bucket_count=1, bucket_keys=["lineage"]),
+            bucket_count=1,
+            bucket_keys=["lineage"],
+        ),
     }
 
 
@@ -135,12 +153,19 @@ class Loop:
         try:
             return self._loop.run_until_complete(bounded())
         except TimeoutError:
-            raise StoreUnavailable(f"{self.where}: {what} did not finish within "
-                                   f"{timeout:.0f} s") from None
+            raise StoreUnavailable(
+                f"{self.where}: {what} did not finish within {timeout:.0f} s"
+            ) from None
 
-    def retrying(self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float,
-                 what: str, timeout: float, attempt: float | None = None,
-                 again: Callable[[bool], None] | None = None) -> T:
+    def retrying(
+        self,
+        make: Callable[[], Coroutine[Any, Any, T]],
+        deadline: float,
+        what: str,
+        timeout: float,
+        attempt: float | None = None,
+        again: Callable[[bool], None] | None = None,
+    ) -> T:
         """``make()`` again after each :class:`fluss.FlussError` until ``deadline``; with
         ``attempt``, also after an attempt that takes longer than that (only for what may
         safely run twice). ``again(timed_out)`` runs before each retry."""
@@ -154,12 +179,14 @@ class Loop:
             except StoreUnavailable as exc:
                 timed_out = True
                 if attempt is None or remaining <= attempt:
-                    raise StoreUnavailable(f"{self.where}: {what} did not finish within "
-                                           f"{timeout:.0f} s") from None
+                    raise StoreUnavailable(
+                        f"{self.where}: {what} did not finish within {timeout:.0f} s"
+                    ) from None
                 why = str(exc)
             if time.monotonic() + RETRY_PAUSE >= deadline:
-                raise StoreUnavailable(f"{self.where}: {what} failed within {timeout:.0f} s "
-                                       f"({why})") from None
+                raise StoreUnavailable(
+                    f"{self.where}: {what} failed within {timeout:.0f} s ({why})"
+                ) from None
             time.sleep(RETRY_PAUSE)
             if again is not None:
                 again(timed_out)
@@ -168,6 +195,7 @@ class Loop:
         if self._loop is None:
             return
         if closing is not None:
+
             async def close() -> None:
                 await closing()
 
@@ -226,8 +254,9 @@ class FlussStore:
         if self._closed:
             raise StoreError(f"fluss table {self._name(LOG)}: the client is closed")
         if self._broken is not None:
-            raise StoreUnavailable(f"{self.where}: the client failed earlier "
-                                   f"({self._broken}); restore the runtime")
+            raise StoreUnavailable(
+                f"{self.where}: the client failed earlier ({self._broken}); restore the runtime"
+            )
         if not self._registered:
             self._guard(self._register)
 
@@ -239,12 +268,14 @@ class FlussStore:
             self._broken = str(exc).removeprefix(f"{self.where}: ")
             raise
 
-    def _retrying(self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float,
-                  what: str) -> T:
+    def _retrying(
+        self, make: Callable[[], Coroutine[Any, Any, T]], deadline: float, what: str
+    ) -> T:
         """``make()`` in bounded attempts until ``deadline``, each retry on a new
         connection: one that saw the server go may hang or keep answering "table not
         found" long after the server is back. Writes may run twice too: a retry re-sends
         the same client entry ids, which readers dedupe."""
+
         def again(timed_out: bool) -> None:
             self._stale = True
             if not timed_out:
@@ -264,8 +295,14 @@ class FlussStore:
             log = await conn.get_table(self._path(LOG))
             index = await conn.get_table(self._path(COMPLETIONS))
             writers = await conn.get_table(self._path(WRITERS))
-            self._tables = _Tables(conn, log, index, writers, log.new_append().create_writer(),
-                                   index.new_upsert().create_writer())
+            self._tables = _Tables(
+                conn,
+                log,
+                index,
+                writers,
+                log.new_append().create_writer(),
+                index.new_upsert().create_writer(),
+            )
         return self._tables
 
     def _register(self) -> None:
@@ -274,12 +311,19 @@ class FlussStore:
 
         self._retrying(self._open, deadline, f"connecting to database {self.database}")
         generations, start = self._retrying(
-            self._generations_and_end, deadline,
-            f"reading tables {self._name(WRITERS)} and {self._name(LOG)}")
+            self._generations_and_end,
+            deadline,
+            f"reading tables {self._name(WRITERS)} and {self._name(LOG)}",
+        )
         self.stats.round_trips += 2
         generation = max(generations, default=0) + 1
-        row = {"lineage": LINEAGE, "generation": generation, "schema": TABLE_SCHEMA,
-               "start": start, "client": uuid.uuid4().hex}
+        row = {
+            "lineage": LINEAGE,
+            "generation": generation,
+            "schema": TABLE_SCHEMA,
+            "start": start,
+            "client": uuid.uuid4().hex,
+        }
 
         async def upsert() -> None:
             writer = (await self._open()).writers.new_upsert().create_writer()
@@ -299,25 +343,34 @@ class FlussStore:
         lookuper = tables.writers.new_lookup().lookup_by(["lineage"]).create_lookuper()
         rows, offsets = await asyncio.gather(
             lookuper.lookup({"lineage": LINEAGE}),
-            tables.conn.get_admin().list_offsets(self._path(LOG), [BUCKET],
-                                                 fluss.OffsetSpec.latest()))
+            tables.conn.get_admin().list_offsets(
+                self._path(LOG), [BUCKET], fluss.OffsetSpec.latest()
+            ),
+        )
         found: dict[int, int] = {}
         for row in rows:
             generation, start = row.get("generation"), row.get("start")
-            if row.get("schema") != TABLE_SCHEMA or not isinstance(generation, int) \
-                    or not isinstance(start, int):
-                raise RecordError(f"fluss table {self._name(WRITERS)} bucket {BUCKET}: "
-                                  f"cannot decode the row {row!r:.80}")
+            if (
+                row.get("schema") != TABLE_SCHEMA
+                or not isinstance(generation, int)
+                or not isinstance(start, int)
+            ):
+                raise RecordError(
+                    f"fluss table {self._name(WRITERS)} bucket {BUCKET}: "
+                    f"cannot decode the row {row!r:.80}"
+                )
             found[generation] = start
         return found, int(offsets[BUCKET])
 
     def _log_end(self, deadline: float) -> int:
         async def latest() -> dict[int, int]:
-            return await (await self._open()).conn.get_admin().list_offsets(
-                self._path(LOG), [BUCKET], fluss.OffsetSpec.latest())
+            return (
+                await (await self._open())
+                .conn.get_admin()
+                .list_offsets(self._path(LOG), [BUCKET], fluss.OffsetSpec.latest())
+            )
 
-        offsets = self._retrying(latest, deadline,
-                                 f"asking for the end of table {self._name(LOG)}")
+        offsets = self._retrying(latest, deadline, f"asking for the end of table {self._name(LOG)}")
         self.stats.round_trips += 1
         return int(offsets[BUCKET])
 
@@ -329,12 +382,28 @@ class FlussStore:
 
     def _append(self, entries: Sequence[Entry]) -> list[int]:
         ids = [self._end + i for i in range(len(entries))]
-        rows = [{"schema": TABLE_SCHEMA, "generation": self.generation, "seq": self._seq + i,
-                 "at": ids[i], "record_key": codec.record_key(e), "value": codec.encode(e)}
-                for i, e in enumerate(entries)]
-        index = [{"record_key": r["record_key"], "schema": TABLE_SCHEMA, "entry_id": r["at"],
-                  "generation": self.generation, "value": r["value"]}
-                 for r, e in zip(rows, entries, strict=True) if isinstance(e, Completion)]
+        rows = [
+            {
+                "schema": TABLE_SCHEMA,
+                "generation": self.generation,
+                "seq": self._seq + i,
+                "at": ids[i],
+                "record_key": codec.record_key(e),
+                "value": codec.encode(e),
+            }
+            for i, e in enumerate(entries)
+        ]
+        index = [
+            {
+                "record_key": r["record_key"],
+                "schema": TABLE_SCHEMA,
+                "entry_id": r["at"],
+                "generation": self.generation,
+                "value": r["value"],
+            }
+            for r, e in zip(rows, entries, strict=True)
+            if isinstance(e, Completion)
+        ]
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
@@ -347,8 +416,11 @@ class FlussStore:
                 flushes.append(tables.index_writer.flush())
             await asyncio.gather(*flushes)
 
-        self._retrying(write, time.monotonic() + self.timeout,
-                       f"writing {len(rows)} row(s) to table {self._name(LOG)}")
+        self._retrying(
+            write,
+            time.monotonic() + self.timeout,
+            f"writing {len(rows)} row(s) to table {self._name(LOG)}",
+        )
         self.stats.batches += 1
         self.stats.round_trips += 2 if index else 1
         self.stats.writes += len(rows)
@@ -373,19 +445,18 @@ class FlussStore:
         seen: set[tuple[int, int]] = set()
         for offset, row in rows:
             generation, seq, at = self._ids(offset, row, generations)
-            if offset >= cutoff.get(generation, high) or (generation, seq) in seen \
-                    or at < marker:
+            if offset >= cutoff.get(generation, high) or (generation, seq) in seen or at < marker:
                 continue  # landed after a later client registered; a retried copy; older
             seen.add((generation, seq))
             if found and at <= found[-1][0]:
-                raise self._record_error(offset, f"entry id {at} does not follow "
-                                         f"{found[-1][0]}")
+                raise self._record_error(offset, f"entry id {at} does not follow {found[-1][0]}")
             found.append((at, self._entry(offset, row)))
         self.stats.reads += len(found)
         return found
 
     def _scan(self, start: int, high: int, deadline: float) -> list[tuple[int, dict[str, Any]]]:
         """Every row of the log from offset ``start`` to ``high`` (exclusive)."""
+
         async def scan() -> list[tuple[int, dict[str, Any]]]:
             scanner = await (await self._open()).log.new_scan().create_log_scanner()
             scanner.subscribe(BUCKET, start)
@@ -397,14 +468,19 @@ class FlussStore:
                 got.extend((r.offset, r.row) for r in batch if r.offset < high)
             return got
 
-        return self._retrying(scan, deadline, f"reading table {self._name(LOG)} bucket "
-                              f"{BUCKET} from offset {start} to {high}")
+        return self._retrying(
+            scan,
+            deadline,
+            f"reading table {self._name(LOG)} bucket {BUCKET} from offset {start} to {high}",
+        )
 
-    def _ids(self, offset: int, row: dict[str, Any], generations: dict[int, int]
-             ) -> tuple[int, int, int]:
+    def _ids(
+        self, offset: int, row: dict[str, Any], generations: dict[int, int]
+    ) -> tuple[int, int, int]:
         if row.get("schema") != TABLE_SCHEMA:
-            raise self._record_error(offset, f"table schema version {row.get('schema')!r} "
-                                     f"is not {TABLE_SCHEMA}")
+            raise self._record_error(
+                offset, f"table schema version {row.get('schema')!r} is not {TABLE_SCHEMA}"
+            )
         generation, seq, at = (row.get(name) for name in ("generation", "seq", "at"))
         if not (isinstance(generation, int) and isinstance(seq, int) and isinstance(at, int)):
             raise self._record_error(offset, "generation, seq or at is missing")
@@ -422,8 +498,10 @@ class FlussStore:
             raise self._record_error(offset, str(exc)) from None
 
     def _record_error(self, offset: int, why: str) -> RecordError:
-        return RecordError(f"fluss table {self._name(LOG)} bucket {BUCKET} offset {offset}: "
-                           f"cannot decode the row: {why}")
+        return RecordError(
+            f"fluss table {self._name(LOG)} bucket {BUCKET} offset {offset}: "
+            f"cannot decode the row: {why}"
+        )
 
     def end(self) -> int:
         self._check()
@@ -439,21 +517,30 @@ class FlussStore:
             index = (await self._open()).index
             return await index.new_lookup().create_lookuper().lookup({"record_key": key})
 
-        row = self._guard(lambda: self._retrying(
-            lookup, time.monotonic() + self.timeout,
-            f"looking up table {self._name(COMPLETIONS)}"))
+        row = self._guard(
+            lambda: self._retrying(
+                lookup,
+                time.monotonic() + self.timeout,
+                f"looking up table {self._name(COMPLETIONS)}",
+            )
+        )
         self.stats.round_trips += 1
         if row is None:
             return None
         value, entry_id = row.get("value"), row.get("entry_id")
         try:
-            if row.get("schema") != TABLE_SCHEMA or not isinstance(value, bytes) \
-                    or not isinstance(entry_id, int):
+            if (
+                row.get("schema") != TABLE_SCHEMA
+                or not isinstance(value, bytes)
+                or not isinstance(entry_id, int)
+            ):
                 raise codec.DecodeError("schema, value or entry_id is not valid")
             found = codec.decode(key, value)
         except codec.DecodeError as exc:
-            raise RecordError(f"fluss table {self._name(COMPLETIONS)}: cannot decode the row "
-                              f"of {key!r:.60}: {exc}") from None
+            raise RecordError(
+                f"fluss table {self._name(COMPLETIONS)}: cannot decode the row "
+                f"of {key!r:.60}: {exc}"
+            ) from None
         assert isinstance(found, Completion)
         return entry_id, found
 
@@ -497,8 +584,7 @@ class FlussBackend:
 
     name = "fluss"
 
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0,
-                 prefix: str = "rc") -> None:
+    def __init__(self, bootstrap: str, *, timeout: float = 30.0, prefix: str = "rc") -> None:
         self.bootstrap, self.timeout, self.prefix = bootstrap, timeout, prefix
         self.where = f"fluss at {bootstrap}"
         self._loop = Loop(self.where)
@@ -509,6 +595,7 @@ class FlussBackend:
             if self._conn is None:
                 self._conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
             return self._conn.get_admin()
+
         return admin
 
     def namespace(self) -> FlussNamespace:
@@ -533,25 +620,30 @@ class FlussBackend:
             for attempt in range(1, TABLE_TRIES + 1):
                 self._create_table(path, descriptor, deadline)
                 try:
-                    self._loop.retrying(self._ready(path), min(deadline, time.monotonic()
-                                                               + TABLE_READY),
-                                        f"waiting for table {database}.{table}",
-                                        TABLE_READY, ATTEMPT)
+                    self._loop.retrying(
+                        self._ready(path),
+                        min(deadline, time.monotonic() + TABLE_READY),
+                        f"waiting for table {database}.{table}",
+                        TABLE_READY,
+                        ATTEMPT,
+                    )
                     break
                 except StoreUnavailable:
                     if attempt == TABLE_TRIES or time.monotonic() >= deadline:
                         raise
                     self._drop_table(path, deadline)
 
-    def _create_table(self, path: fluss.TablePath, descriptor: fluss.TableDescriptor,
-                      deadline: float) -> None:
+    def _create_table(
+        self, path: fluss.TablePath, descriptor: fluss.TableDescriptor, deadline: float
+    ) -> None:
         admin = self._admin()
 
         async def create() -> None:
             await (await admin()).create_table(path, descriptor, ignore_if_exists=True)
 
-        self._loop.retrying(create, deadline, f"creating table {path.table_path_str()}",
-                            self.timeout)
+        self._loop.retrying(
+            create, deadline, f"creating table {path.table_path_str()}", self.timeout
+        )
 
     def _drop_table(self, path: fluss.TablePath, deadline: float) -> None:
         admin = self._admin()
@@ -561,8 +653,7 @@ class FlussBackend:
             while await (await admin()).table_exists(path):
                 await asyncio.sleep(RETRY_PAUSE)
 
-        self._loop.retrying(drop, deadline, f"dropping table {path.table_path_str()}",
-                            self.timeout)
+        self._loop.retrying(drop, deadline, f"dropping table {path.table_path_str()}", self.timeout)
 
     def _ready(self, path: fluss.TablePath) -> Callable[[], Coroutine[Any, Any, None]]:
         """A check that answers once the table's bucket has a leader: the log answers for
@@ -577,8 +668,12 @@ class FlussBackend:
                 return
             table = await self._conn.get_table(path)
             if path.table_name == WRITERS:
-                await table.new_lookup().lookup_by(["lineage"]).create_lookuper().lookup(
-                    {"lineage": LINEAGE})
+                await (
+                    table.new_lookup()
+                    .lookup_by(["lineage"])
+                    .create_lookuper()
+                    .lookup({"lineage": LINEAGE})
+                )
             else:
                 await table.new_lookup().create_lookuper().lookup({"record_key": b""})
 

@@ -32,8 +32,10 @@ def bootstrap_address() -> str:
 
         info = service.status()
         if not info.get("running") or not info.get("bootstrap"):
-            raise KafkaUnavailable("kafka: no broker is running; start one with "
-                                   f"`replay-contract services up kafka` or set {ENV}")
+            raise KafkaUnavailable(
+                "kafka: no broker is running; start one with "
+                f"`replay-contract services up kafka` or set {ENV}"
+            )
         address = str(info["bootstrap"])
     return loopback_only(address)
 
@@ -45,15 +47,20 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
 
     from .kafka_store import LOG
 
-    config: dict[str, Any] = {"bootstrap.servers": address, "logger": LOG,
-                              "reconnect.backoff.max.ms": 500}
+    config: dict[str, Any] = {
+        "bootstrap.servers": address,
+        "logger": LOG,
+        "reconnect.backoff.max.ms": 500,
+    }
     admin = AdminClient(config)
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise KafkaUnavailable(f"kafka at {address} is not reachable within {timeout:.0f} s "
-                               f"({exc.args[0].str()}); start it with "
-                               "`replay-contract services up kafka`") from None
+        raise KafkaUnavailable(
+            f"kafka at {address} is not reachable within {timeout:.0f} s "
+            f"({exc.args[0].str()}); start it with "
+            "`replay-contract services up kafka`"
+        ) from None
 
 
 def backend(address: str | None = None, *, timeout: float = 30.0) -> KafkaBackend:

@@ -52,8 +52,9 @@ def loopback_only(address: str) -> str:
     """``address`` when it is ``127.0.0.1:PORT``; anything else is refused in one line."""
     host, _, port = address.rpartition(":")
     if host != LOOPBACK or not port.isdigit():
-        raise StoreError(f"kafka: refusing bootstrap address {address!r}: only "
-                         f"{LOOPBACK}:PORT is allowed")
+        raise StoreError(
+            f"kafka: refusing bootstrap address {address!r}: only {LOOPBACK}:PORT is allowed"
+        )
     return address
 
 
@@ -71,8 +72,9 @@ def _client_config(bootstrap: str, timeout: float) -> dict[str, Any]:
 class KafkaStore:
     """A client of one partition of a store topic (see the module docstring)."""
 
-    def __init__(self, bootstrap: str, topic: str, partition: int = 0, *,
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, partition: int = 0, *, timeout: float = 30.0
+    ) -> None:
         self.bootstrap, self.topic, self.partition = loopback_only(bootstrap), topic, partition
         self.timeout = timeout
         self.stats = StoreStats()
@@ -91,34 +93,40 @@ class KafkaStore:
         if self._closed:
             raise StoreError(f"kafka topic {self.topic}: the client is closed")
         if self._broken is not None:
-            raise StoreUnavailable(f"kafka topic {self.topic}: the client failed earlier "
-                                   f"({self._broken}); restore the runtime")
+            raise StoreUnavailable(
+                f"kafka topic {self.topic}: the client failed earlier "
+                f"({self._broken}); restore the runtime"
+            )
 
     def _producer_client(self) -> Producer:
         if self._producer is None:
-            self._producer = Producer({
-                **_client_config(self.bootstrap, self.timeout),
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 0,
-                "message.timeout.ms": int(self.timeout * 1000),
-                "retry.backoff.ms": 50,
-                "retry.backoff.max.ms": 500,
-            })
+            self._producer = Producer(
+                {
+                    **_client_config(self.bootstrap, self.timeout),
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "linger.ms": 0,
+                    "message.timeout.ms": int(self.timeout * 1000),
+                    "retry.backoff.ms": 50,
+                    "retry.backoff.max.ms": 500,
+                }
+            )
         return self._producer
 
     def _consumer_client(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer({
-                **_client_config(self.bootstrap, self.timeout),
-                "group.id": f"replay-contract-reader-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "error",
-                "enable.partition.eof": True,
-                "fetch.wait.max.ms": 10,
-                "isolation.level": "read_committed",
-            })
+            self._consumer = Consumer(
+                {
+                    **_client_config(self.bootstrap, self.timeout),
+                    "group.id": f"replay-contract-reader-{uuid.uuid4().hex[:8]}",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "auto.offset.reset": "error",
+                    "enable.partition.eof": True,
+                    "fetch.wait.max.ms": 10,
+                    "isolation.level": "read_committed",
+                }
+            )
         return self._consumer
 
     def _fail(self, message: str) -> StoreUnavailable:
@@ -139,25 +147,33 @@ class KafkaStore:
         def delivered(i: int) -> Any:
             def report(err: KafkaError | None, msg: Any) -> None:
                 outcome[i] = err if err is not None else msg.offset()
+
             return report
 
         try:
             for i, entry in enumerate(entries):
-                producer.produce(self.topic, value=codec.encode(entry),
-                                 key=codec.record_key(entry), partition=self.partition,
-                                 on_delivery=delivered(i))
+                producer.produce(
+                    self.topic,
+                    value=codec.encode(entry),
+                    key=codec.record_key(entry),
+                    partition=self.partition,
+                    on_delivery=delivered(i),
+                )
         except (KafkaException, BufferError) as exc:
-            raise self._fail(f"kafka at {self.bootstrap}: cannot produce to topic "
-                             f"{self.topic}: {exc}") from None
+            raise self._fail(
+                f"kafka at {self.bootstrap}: cannot produce to topic {self.topic}: {exc}"
+            ) from None
         remaining = producer.flush(self.timeout + 5.0)
         self.stats.batches += 1
         self.stats.round_trips += 1
         errors = [o for o in outcome if isinstance(o, KafkaError)]
         if remaining or errors or any(o is None for o in outcome):
             why = errors[0].str() if errors else f"{remaining} not acknowledged"
-            raise self._fail(f"kafka at {self.bootstrap}: writing {len(entries)} record(s) "
-                             f"to topic {self.topic} failed within {self.timeout:.0f} s "
-                             f"({why})")
+            raise self._fail(
+                f"kafka at {self.bootstrap}: writing {len(entries)} record(s) "
+                f"to topic {self.topic} failed within {self.timeout:.0f} s "
+                f"({why})"
+            )
         offsets = [o for o in outcome if isinstance(o, int)]
         self.stats.writes += len(offsets)
         self._end = offsets[-1] + 1 if offsets else self._end
@@ -170,8 +186,10 @@ class KafkaStore:
         if marker >= high:
             return []
         if marker < low:
-            raise StoreError(f"kafka topic {self.topic} partition {self.partition}: the "
-                             f"recovery marker {marker} is below the log start {low}")
+            raise StoreError(
+                f"kafka topic {self.topic} partition {self.partition}: the "
+                f"recovery marker {marker} is below the log start {low}"
+            )
         consumer = self._consumer_client()
         consumer.assign([TopicPartition(self.topic, self.partition, marker)])
         found: list[tuple[int, Entry]] = []
@@ -179,9 +197,11 @@ class KafkaStore:
         try:
             while not found or found[-1][0] + 1 < high:
                 if time.monotonic() > deadline:
-                    raise self._fail(f"kafka at {self.bootstrap}: reading topic {self.topic} "
-                                     f"partition {self.partition} from offset {marker} did "
-                                     f"not reach offset {high} within {self.timeout:.0f} s")
+                    raise self._fail(
+                        f"kafka at {self.bootstrap}: reading topic {self.topic} "
+                        f"partition {self.partition} from offset {marker} did "
+                        f"not reach offset {high} within {self.timeout:.0f} s"
+                    )
                 batch = consumer.consume(num_messages=5000, timeout=0.05)
                 if batch:
                     self.stats.round_trips += 1
@@ -201,17 +221,20 @@ class KafkaStore:
                 if err.code() == KafkaError._PARTITION_EOF:
                     at_end = True
                     continue
-                raise self._fail(f"kafka at {self.bootstrap}: reading topic {self.topic} "
-                                 f"partition {self.partition}: {err.str()}")
+                raise self._fail(
+                    f"kafka at {self.bootstrap}: reading topic {self.topic} "
+                    f"partition {self.partition}: {err.str()}"
+                )
             offset = msg.offset()
             if offset >= high:
                 continue
             try:
                 entry = codec.decode(msg.key(), msg.value())
             except codec.DecodeError as exc:
-                raise RecordError(f"kafka topic {self.topic} partition {msg.partition()} "
-                                  f"offset {offset}: cannot decode the record: {exc}"
-                                  ) from None
+                raise RecordError(
+                    f"kafka topic {self.topic} partition {msg.partition()} "
+                    f"offset {offset}: cannot decode the record: {exc}"
+                ) from None
             found.append((offset, entry))
         return at_end
 
@@ -226,9 +249,11 @@ class KafkaStore:
                 return int(low), int(high)
             except KafkaException as exc:
                 if time.monotonic() > deadline:
-                    raise self._fail(f"kafka at {self.bootstrap}: cannot get the offsets of "
-                                     f"topic {self.topic} partition {self.partition} within "
-                                     f"{self.timeout:.0f} s ({exc.args[0].str()})") from None
+                    raise self._fail(
+                        f"kafka at {self.bootstrap}: cannot get the offsets of "
+                        f"topic {self.topic} partition {self.partition} within "
+                        f"{self.timeout:.0f} s ({exc.args[0].str()})"
+                    ) from None
                 time.sleep(0.1)
 
     def end(self) -> int:
@@ -258,8 +283,9 @@ class KafkaNamespace:
         self.name = f"{topic}[{partition}]"
 
     def connect(self) -> ActionStateStore:
-        return KafkaStore(self.backend.bootstrap, self.topic, self.partition,
-                          timeout=self.backend.timeout)
+        return KafkaStore(
+            self.backend.bootstrap, self.topic, self.partition, timeout=self.backend.timeout
+        )
 
     def drop(self) -> None:
         self.backend.delete_topic(self.topic)
@@ -270,8 +296,14 @@ class KafkaBackend:
 
     name = "kafka"
 
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0, partitions: int = 1,
-                 prefix: str = "replay-contract") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        timeout: float = 30.0,
+        partitions: int = 1,
+        prefix: str = "replay-contract",
+    ) -> None:
         self.bootstrap, self.timeout = loopback_only(bootstrap), timeout
         self.partitions, self.prefix = partitions, prefix
         self._admin: AdminClient | None = None
@@ -288,14 +320,17 @@ class KafkaBackend:
         return KafkaNamespace(self, topic)
 
     def create_topic(self, topic: str) -> None:
-        new = NewTopic(topic, num_partitions=self.partitions, replication_factor=1,
-                       config=TOPIC_CONFIG)
+        new = NewTopic(
+            topic, num_partitions=self.partitions, replication_factor=1, config=TOPIC_CONFIG
+        )
         try:
             self.admin.create_topics([new], operation_timeout=self.timeout)[topic].result(
-                self.timeout)
+                self.timeout
+            )
         except KafkaException as exc:
-            raise StoreUnavailable(f"kafka at {self.bootstrap}: cannot create topic {topic}: "
-                                   f"{exc.args[0].str()}") from None
+            raise StoreUnavailable(
+                f"kafka at {self.bootstrap}: cannot create topic {topic}: {exc.args[0].str()}"
+            ) from None
 
     def delete_topic(self, topic: str) -> None:
         """Delete ``topic``; a broker that is gone by now leaves it behind, silently."""

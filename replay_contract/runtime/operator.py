@@ -47,10 +47,12 @@ class OperatorError(StoreError):
 class RuntimeOperator:
     """The keyed operator over an action state store (see the module docstring)."""
 
-    def __init__(self, backend: Backend, *, keep_namespaces: bool = False,
-                 claims: tuple[str, ...] = CLAIMED) -> None:
-        self.capabilities = Capabilities(contracts=claims, crash_points=True,
-                                         non_replayable=True, rescaling=False)
+    def __init__(
+        self, backend: Backend, *, keep_namespaces: bool = False, claims: tuple[str, ...] = CLAIMED
+    ) -> None:
+        self.capabilities = Capabilities(
+            contracts=claims, crash_points=True, non_replayable=True, rescaling=False
+        )
         self.backend = backend
         self.keep_namespaces = keep_namespaces
         self.namespace: Namespace | None = None
@@ -70,8 +72,7 @@ class RuntimeOperator:
 
     # -- the Implementation protocol ------------------------------------------------------
 
-    def open(self, agent: Agent, topology: Topology, contract: Contract,
-             env: Environment) -> None:
+    def open(self, agent: Agent, topology: Topology, contract: Contract, env: Environment) -> None:
         self._agent, self._contract, self._env = agent, contract, env
         self.namespace = self.backend.namespace()
         self._namespaces.append(self.namespace)
@@ -88,11 +89,11 @@ class RuntimeOperator:
         store = self._up("checkpoint")
         needed = self._view.needed(lambda key: self._key_or_new(key).next_position)
         self._marker = store.end() if needed is None else needed
-        self._view = LiveView.build(((i, e) for i, e in self._view.stream if i >= self._marker),
-                                    self._volatile)
+        self._view = LiveView.build(
+            ((i, e) for i, e in self._view.stream if i >= self._marker), self._volatile
+        )
         self._number += 1
-        self._checkpoints.save(Snapshot(self._number, self._marker, self._keys,
-                                        self._volatile))
+        self._checkpoints.save(Snapshot(self._number, self._marker, self._keys, self._volatile))
         return self._number
 
     def crash(self) -> None:
@@ -199,8 +200,9 @@ class RuntimeOperator:
         if not self.contract.wait:
             return
         keys = {key_name(k): k for k in self._view.keys_seen()}
-        keys.update({key_name(r.key): r.key for ks in list(self._keys.values())
-                     for r in ks.waiting})
+        keys.update(
+            {key_name(r.key): r.key for ks in list(self._keys.values()) for r in ks.waiting}
+        )
         states = [self._key(key) for key in keys.values()]
         for ks in states:
             ks.expected = Expected(self._view.recorded_order(ks.key, ks.next_position))
@@ -220,12 +222,18 @@ class RuntimeOperator:
             arrived = {w.identity for w in ks.waiting} | {record.identity}
             r = ks.expected.first_missing(record.channel, record.offset, arrived)
             if r is not None:
-                self.env.report(t.GiveUp(record.key, r.position, r.identity,
-                                         f"a later record of channel {record.channel!r} "
-                                         "arrived"))
+                self.env.report(
+                    t.GiveUp(
+                        record.key,
+                        r.position,
+                        r.identity,
+                        f"a later record of channel {record.channel!r} arrived",
+                    )
+                )
                 ks.expected.keep_before(r.position)
-                ks.diverge_at = r.position if ks.diverge_at is None \
-                    else min(ks.diverge_at, r.position)
+                ks.diverge_at = (
+                    r.position if ks.diverge_at is None else min(ks.diverge_at, r.position)
+                )
         ks.waiting.append(record)
         self._advance(ks)
         if any(w.identity == record.identity for w in ks.waiting):
@@ -233,8 +241,9 @@ class RuntimeOperator:
             self.env.report(t.Wait(record.key, record.identity, awaiting))
             if len(ks.waiting) > c.give_up_after and ks.expected:
                 head = ks.expected.head
-                self._diverge(ks, head.position, head.identity,
-                              f"more than {c.give_up_after} inputs waited")
+                self._diverge(
+                    ks, head.position, head.identity, f"more than {c.give_up_after} inputs waited"
+                )
                 self._advance(ks)
 
     def _advance(self, ks: KeyState) -> None:
@@ -246,8 +255,7 @@ class RuntimeOperator:
                 if match is None:
                     return
                 if match.digest != head.digest:
-                    self._diverge(ks, head.position, head.identity,
-                                  "the input came back changed")
+                    self._diverge(ks, head.position, head.identity, "the input came back changed")
                     continue
                 ks.expected.pop_head()
                 ks.waiting = [w for w in ks.waiting if w is not match]
@@ -270,8 +278,9 @@ class RuntimeOperator:
     def _invalidate(self, key: Key, inv: Invalidation) -> None:
         c = self.contract
         targets = self._view.keys_seen() if c.invalidation_scope == "all" else [key]
-        voided = [self._view.voided_by(Invalidation(target, inv.position, inv.keep))
-                  for target in targets]
+        voided = [
+            self._view.voided_by(Invalidation(target, inv.position, inv.keep)) for target in targets
+        ]
         for target, completions in zip(targets, voided, strict=True):
             one = Invalidation(target, inv.position, inv.keep)
             if c.durable_invalidation:
@@ -300,9 +309,14 @@ class RuntimeOperator:
             ordered = True
         for path, action in self._agent.plan():
             reads = read(memory, action)
-            found = self._view.find(key, path, identity=ident, digest=dig,
-                                    position=position if c.match == "position" else None,
-                                    reads=reads if c.match == "reads" else None)
+            found = self._view.find(
+                key,
+                path,
+                identity=ident,
+                digest=dig,
+                position=position if c.match == "position" else None,
+                reads=reads if c.match == "reads" else None,
+            )
             if found is not None:
                 index, saved = found
                 env.report(t.Reuse(key, position, ident, dig, path, index, reads))
@@ -312,14 +326,28 @@ class RuntimeOperator:
                     inv = Invalidation(key, position, keep=(ident, dig))
                     if self._view.voided_by(inv):
                         self._invalidate(key, inv)
-                results = tuple((tool, env.tool(key, position, record, path, tool, reads))
-                                for tool in action.tools)
+                results = tuple(
+                    (tool, env.tool(key, position, record, path, tool, reads))
+                    for tool in action.tools
+                )
                 effects = execute(action, path, record, reads, results)
                 writes, outputs = effects.writes, effects.outputs
                 carries = c.record_order == "with-first-completion" and not ordered
-                index = self._write(Completion(key, position, ident, dig, path, reads, writes,
-                                               outputs, carries, record.channel,
-                                               record.offset))
+                index = self._write(
+                    Completion(
+                        key,
+                        position,
+                        ident,
+                        dig,
+                        path,
+                        reads,
+                        writes,
+                        outputs,
+                        carries,
+                        record.channel,
+                        record.offset,
+                    )
+                )
                 env.report(t.Save(key, position, ident, dig, path, index, reads, carries))
                 ordered = ordered or carries
             memory.update(writes)

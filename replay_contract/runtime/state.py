@@ -73,8 +73,11 @@ class Expected:
         while entries and entries[0][1] not in self._live:
             entries.pop(0)  # re-accepted or dropped: gone for good
         end = bisect_left(entries, (offset,))
-        missing = [r for _, position, r in entries[:end]
-                   if position in self._live and r.identity not in arrived]
+        missing = [
+            r
+            for _, position, r in entries[:end]
+            if position in self._live and r.identity not in arrived
+        ]
         return min(missing, key=lambda r: r.position, default=None)
 
 
@@ -118,8 +121,7 @@ class Snapshot:
     def from_bytes(raw: bytes) -> Snapshot:
         data = json.loads(raw)
         if data.get("version") != SNAPSHOT_VERSION:
-            raise ValueError(f"snapshot version {data.get('version')!r} is not "
-                             f"{SNAPSHOT_VERSION}")
+            raise ValueError(f"snapshot version {data.get('version')!r} is not {SNAPSHOT_VERSION}")
         states = [_key_state(d) for d in data["keys"]]
         return Snapshot(
             number=data["number"],
@@ -146,8 +148,13 @@ class CheckpointStorage:
 
 
 def _record_json(r: Record) -> dict[str, Any]:
-    return {"id": r.identity, "key": r.key, "payload": r.payload, "channel": r.channel,
-            "offset": r.offset}
+    return {
+        "id": r.identity,
+        "key": r.key,
+        "payload": r.payload,
+        "channel": r.channel,
+        "offset": r.offset,
+    }
 
 
 def _record(d: dict[str, Any]) -> Record:
@@ -159,21 +166,33 @@ def _recorded_json(r: Recorded) -> list[Any]:
 
 
 def _key_state_json(ks: KeyState) -> dict[str, Any]:
-    return {"key": ks.key, "next": ks.next_position, "memory": ks.memory,
-            "waiting": [_record_json(r) for r in ks.waiting],
-            "expected": [_recorded_json(r) for r in ks.expected],
-            "diverge_at": ks.diverge_at}
+    return {
+        "key": ks.key,
+        "next": ks.next_position,
+        "memory": ks.memory,
+        "waiting": [_record_json(r) for r in ks.waiting],
+        "expected": [_recorded_json(r) for r in ks.expected],
+        "diverge_at": ks.diverge_at,
+    }
 
 
 def _key_state(d: dict[str, Any]) -> KeyState:
-    return KeyState(d["key"], d["next"], dict(d["memory"]),
-                    [_record(r) for r in d["waiting"]],
-                    Expected(Recorded(*r) for r in d["expected"]), d["diverge_at"])
+    return KeyState(
+        d["key"],
+        d["next"],
+        dict(d["memory"]),
+        [_record(r) for r in d["waiting"]],
+        Expected(Recorded(*r) for r in d["expected"]),
+        d["diverge_at"],
+    )
 
 
 def _invalidation_json(inv: Invalidation) -> dict[str, Any]:
-    return {"key": inv.key, "position": inv.position,
-            "keep": list(inv.keep) if inv.keep is not None else None}
+    return {
+        "key": inv.key,
+        "position": inv.position,
+        "keep": list(inv.keep) if inv.keep is not None else None,
+    }
 
 
 def _invalidation(d: dict[str, Any]) -> Invalidation:

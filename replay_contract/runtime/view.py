@@ -48,7 +48,8 @@ class _KeyEntries:
         bucket.append((index, entry))
         if isinstance(entry, Completion):
             self.by_path.setdefault((entry.path, entry.identity, entry.digest), []).append(
-                (index, entry))
+                (index, entry)
+            )
 
     def voided(self, inv: Invalidation) -> list[tuple[int, Live]]:
         start = bisect_left(self.positions, inv.position)
@@ -81,8 +82,9 @@ class LiveView:
         self._order: list[Key] = []
 
     @staticmethod
-    def build(entries: Iterable[tuple[int, Entry]],
-              volatile: Iterable[tuple[int, Invalidation]] = ()) -> LiveView:
+    def build(
+        entries: Iterable[tuple[int, Entry]], volatile: Iterable[tuple[int, Invalidation]] = ()
+    ) -> LiveView:
         """The view of ``entries`` (in id order) with the volatile invalidations merged in
         at their log positions."""
         view = LiveView()
@@ -120,16 +122,22 @@ class LiveView:
         """Every key with an entry in the view, in order of first appearance."""
         return list(self._order)
 
-    def find(self, key: Key, path: Path, *, identity: str, digest: str,
-             position: int | None = None, reads: tuple[Any, ...] | None = None
-             ) -> tuple[int, Completion] | None:
+    def find(
+        self,
+        key: Key,
+        path: Path,
+        *,
+        identity: str,
+        digest: str,
+        position: int | None = None,
+        reads: tuple[Any, ...] | None = None,
+    ) -> tuple[int, Completion] | None:
         """The latest valid completion of ``path`` for this input, if any."""
         entries = self._keys.get(key_name(key))
         if entries is None:
             return None
         for index, c in reversed(entries.by_path.get((path, identity, digest), ())):
-            if (position is None or c.position == position) and (reads is None
-                                                                 or c.reads == reads):
+            if (position is None or c.position == position) and (reads is None or c.reads == reads):
                 return index, c
         return None
 
@@ -146,18 +154,33 @@ class LiveView:
         order: list[Recorded] = []
         position = start
         while entries is not None and position in entries.at:
-            recorded = next((e for _, e in reversed(entries.at[position])
-                             if isinstance(e, OrderEntry) or e.order), None)
+            recorded = next(
+                (
+                    e
+                    for _, e in reversed(entries.at[position])
+                    if isinstance(e, OrderEntry) or e.order
+                ),
+                None,
+            )
             if recorded is None:
                 break
-            order.append(Recorded(recorded.position, recorded.identity, recorded.digest,
-                                  recorded.channel, recorded.offset))
+            order.append(
+                Recorded(
+                    recorded.position,
+                    recorded.identity,
+                    recorded.digest,
+                    recorded.channel,
+                    recorded.offset,
+                )
+            )
             position += 1
         return tuple(order)
 
     def needed(self, next_position: Callable[[Key], int]) -> int | None:
         """The smallest id of a valid entry whose position its key has not accepted yet
         (what a restore may still need), or ``None``."""
-        firsts = (entries.first_from(next_position(key))
-                  for key, entries in zip(self._order, self._keys.values(), strict=True))
+        firsts = (
+            entries.first_from(next_position(key))
+            for key, entries in zip(self._order, self._keys.values(), strict=True)
+        )
         return min((f for f in firsts if f is not None), default=None)

@@ -17,8 +17,12 @@ import json
 import sys
 from typing import Any
 
-SUPPORTED = {"match": {"position"}, "record_order": {"no", "with-first-completion"},
-             "durable_invalidation": {True}, "invalidation_scope": {"key"}}
+SUPPORTED = {
+    "match": {"position"},
+    "record_order": {"no", "with-first-completion"},
+    "durable_invalidation": {True},
+    "invalidation_scope": {"key"},
+}
 
 
 class Crash(Exception):
@@ -61,23 +65,35 @@ class Operator:
     # -- keyed state and the store ----------------------------------------------------
     def ks(self, key: Any) -> dict[str, Any]:
         if kid(key) not in self.keys:
-            self.keys[kid(key)] = {"key": key, "next": 0, "memory": {}, "waiting": [],
-                                   "expected": [], "diverge_at": None}
+            self.keys[kid(key)] = {
+                "key": key,
+                "next": 0,
+                "memory": {},
+                "waiting": [],
+                "expected": [],
+                "diverge_at": None,
+            }
         return self.keys[kid(key)]
 
     def valid(self) -> list[tuple[int, dict[str, Any]]]:
-        entries = list(enumerate(self.log))[self.marker:]
+        entries = list(enumerate(self.log))[self.marker :]
         invs = [(i, e) for i, e in entries if e["type"] == "invalidation"]
-        return [(i, e) for i, e in entries if e["type"] != "invalidation"
-                and not any(j > i and voids(inv, e) for j, inv in invs)]
+        return [
+            (i, e)
+            for i, e in entries
+            if e["type"] != "invalidation" and not any(j > i and voids(inv, e) for j, inv in invs)
+        ]
 
     def write(self, entry: dict[str, Any]) -> int:
         self.log.append(entry)
         return len(self.log) - 1
 
     def recorded(self, key: Any, start: int) -> list[dict[str, Any]]:
-        at = {e["position"]: e for _, e in self.valid() if kid(e["key"]) == kid(key)
-              and (e["type"] == "order" or e.get("order"))}
+        at = {
+            e["position"]: e
+            for _, e in self.valid()
+            if kid(e["key"]) == kid(key) and (e["type"] == "order" or e.get("order"))
+        }
         out = []
         while start in at:
             out.append(at[start])
@@ -94,10 +110,18 @@ class Operator:
         if self.c["split_order"]:
             arrived = {w["id"] for w in ks["waiting"]} | {record["id"]}
             for r in ks["expected"]:
-                if r["channel"] == record["channel"] and r["offset"] < record["offset"] \
-                        and r["identity"] not in arrived:
-                    report("give-up", key=key, position=r["position"], identity=r["identity"],
-                           reason="a later record of its channel arrived")
+                if (
+                    r["channel"] == record["channel"]
+                    and r["offset"] < record["offset"]
+                    and r["identity"] not in arrived
+                ):
+                    report(
+                        "give-up",
+                        key=key,
+                        position=r["position"],
+                        identity=r["identity"],
+                        reason="a later record of its channel arrived",
+                    )
                     ks["expected"] = [e for e in ks["expected"] if e["position"] < r["position"]]
                     d = ks["diverge_at"]
                     ks["diverge_at"] = r["position"] if d is None else min(d, r["position"])
@@ -158,42 +182,105 @@ class Operator:
             reads = [memory.get(f) for f in action.get("reads", [])]
             found = None
             for i, e in self.valid():
-                if e["type"] == "completion" and kid(e["key"]) == kid(key) \
-                        and e["path"] == path and e["identity"] == ident \
-                        and e["digest"] == dig and e["position"] == position:
+                if (
+                    e["type"] == "completion"
+                    and kid(e["key"]) == kid(key)
+                    and e["path"] == path
+                    and e["identity"] == ident
+                    and e["digest"] == dig
+                    and e["position"] == position
+                ):
                     found = (i, e)
             if found is not None:
-                report("reuse", key=key, position=position, identity=ident, digest=dig,
-                       path=path, completion=found[0], reads=reads)
+                report(
+                    "reuse",
+                    key=key,
+                    position=position,
+                    identity=ident,
+                    digest=dig,
+                    path=path,
+                    completion=found[0],
+                    reads=reads,
+                )
                 writes, outputs = found[1]["writes"], found[1]["outputs"]
             else:
                 if self.c["on_miss"] == "invalidate":
                     inv = {"key": key, "position": position, "keep": [ident, dig]}
                     if any(e["type"] == "completion" and voids(inv, e) for _, e in self.valid()):
                         self.invalidate(key, position, [ident, dig])
-                results = [[tool, call({"call": "tool", "key": key, "position": position,
-                                        "record": record, "path": path, "tool": tool,
-                                        "reads": reads})["result"]]
-                           for tool in action.get("tools", [])]
-                done = call({"call": "execute", "action": action["name"], "record": record,
-                             "path": path, "reads": reads, "tool_results": results})
+                results = [
+                    [
+                        tool,
+                        call(
+                            {
+                                "call": "tool",
+                                "key": key,
+                                "position": position,
+                                "record": record,
+                                "path": path,
+                                "tool": tool,
+                                "reads": reads,
+                            }
+                        )["result"],
+                    ]
+                    for tool in action.get("tools", [])
+                ]
+                done = call(
+                    {
+                        "call": "execute",
+                        "action": action["name"],
+                        "record": record,
+                        "path": path,
+                        "reads": reads,
+                        "tool_results": results,
+                    }
+                )
                 writes, outputs = done["writes"], done["outputs"]
                 carries = self.c["record_order"] == "with-first-completion" and not ordered
-                index = self.write({"type": "completion", "key": key, "position": position,
-                                    "identity": ident, "digest": dig, "path": path,
-                                    "writes": writes, "outputs": outputs, "order": carries,
-                                    "channel": record["channel"], "offset": record["offset"]})
-                report("save", key=key, position=position, identity=ident, digest=dig,
-                       path=path, completion=index, reads=reads, order=carries)
+                index = self.write(
+                    {
+                        "type": "completion",
+                        "key": key,
+                        "position": position,
+                        "identity": ident,
+                        "digest": dig,
+                        "path": path,
+                        "writes": writes,
+                        "outputs": outputs,
+                        "order": carries,
+                        "channel": record["channel"],
+                        "offset": record["offset"],
+                    }
+                )
+                report(
+                    "save",
+                    key=key,
+                    position=position,
+                    identity=ident,
+                    digest=dig,
+                    path=path,
+                    completion=index,
+                    reads=reads,
+                    order=carries,
+                )
                 ordered = ordered or carries
             memory.update(dict(writes))
             for value in outputs:
-                call({"call": "output", "key": key, "identity": ident, "path": path,
-                      "value": value})
+                call(
+                    {"call": "output", "key": key, "identity": ident, "path": path, "value": value}
+                )
         if not ordered:
-            self.write({"type": "order", "key": key, "position": position, "identity": ident,
-                        "digest": dig, "channel": record["channel"],
-                        "offset": record["offset"]})
+            self.write(
+                {
+                    "type": "order",
+                    "key": key,
+                    "position": position,
+                    "identity": ident,
+                    "digest": dig,
+                    "channel": record["channel"],
+                    "offset": record["offset"],
+                }
+            )
             report("order", key=key, position=position, identity=ident, digest=dig)
         ks["memory"] = memory
 
@@ -204,15 +291,21 @@ class Operator:
             path, action = queue.pop(0)
             out.append((path, action))
             for event in action.get("emits", []):
-                queue.extend(([*path, event, b["name"]], b) for b in self.actions
-                             if b.get("trigger", "input") == event)
+                queue.extend(
+                    ([*path, event, b["name"]], b)
+                    for b in self.actions
+                    if b.get("trigger", "input") == event
+                )
         return out
 
     def checkpoint(self) -> int:
         needed = [i for i, e in self.valid() if e["position"] >= self.ks(e["key"])["next"]]
         self.marker = min(needed, default=len(self.log))
-        self.saved = {"number": self.saved["number"] + 1, "keys": copy.deepcopy(self.keys),
-                      "marker": self.marker}
+        self.saved = {
+            "number": self.saved["number"] + 1,
+            "keys": copy.deepcopy(self.keys),
+            "marker": self.marker,
+        }
         return int(self.saved["number"])
 
     def crash(self) -> None:
@@ -223,7 +316,7 @@ class Operator:
         self.marker = self.saved["marker"]
         if not self.c["wait"]:
             return
-        keys = {kid(e["key"]): e["key"] for _, e in enumerate(self.log[self.marker:])}
+        keys = {kid(e["key"]): e["key"] for _, e in enumerate(self.log[self.marker :])}
         for ks in list(self.keys.values()):
             for r in ks["waiting"]:
                 keys.setdefault(kid(r["key"]), r["key"])
@@ -258,9 +351,18 @@ def main() -> int:
     # ``--bug no-wait``: a deliberately broken build that never waits for a recorded
     # predecessor (the suite's own tests require it to fail)
     bug = sys.argv[sys.argv.index("--bug") + 1] if "--bug" in sys.argv else ""
-    send({"protocol": "replay-contract/1", "name": "orderly (tests/conformance)",
-          "capabilities": {"contracts": ["ordered", "seqnum"], "crash_points": True,
-                           "non_replayable": True, "rescaling": False}})
+    send(
+        {
+            "protocol": "replay-contract/1",
+            "name": "orderly (tests/conformance)",
+            "capabilities": {
+                "contracts": ["ordered", "seqnum"],
+                "crash_points": True,
+                "non_replayable": True,
+                "rescaling": False,
+            },
+        }
+    )
     op = Operator()
     for line in sys.stdin:
         request = json.loads(line)

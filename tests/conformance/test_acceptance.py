@@ -28,8 +28,14 @@ TARGETS = ["model", ORDERLY]
 TARGET_IDS = ["model", "process"]
 
 
-def _run(capsys: pytest.CaptureFixture[str], out: Path, target: str, contract: str,
-         *scenarios: str, sweep: bool = False) -> dict[str, Any]:
+def _run(
+    capsys: pytest.CaptureFixture[str],
+    out: Path,
+    target: str,
+    contract: str,
+    *scenarios: str,
+    sweep: bool = False,
+) -> dict[str, Any]:
     args = ["--target", target, "--contract", contract, "--examples", "0", "--out", str(out)]
     for s in scenarios:
         args += ["--scenario", s]
@@ -45,7 +51,8 @@ def _run(capsys: pytest.CaptureFixture[str], out: Path, target: str, contract: s
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 def test_two_upstreams_reversed_after_failure_measures_tool_calls(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
     """A, C on upstream-1 and B, D on upstream-2 for key K, all four completed before the
     failure, delivered B, A, C, D after it: the suite counts every tool call itself."""
     ordered = by_name(_run(capsys, tmp_path, target, "ordered", "reversed-interleaving"))
@@ -63,7 +70,8 @@ def test_two_upstreams_reversed_after_failure_measures_tool_calls(
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 def test_reversed_interleaving_crashed_at_every_effect(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
     doc = _run(capsys, tmp_path, target, "ordered", "reversed-interleaving", sweep=True)
     variants = [r for r in doc["results"] if ".crash-" in r["name"]]
     assert len(variants) >= 16 and doc["failed"] == 0 and doc["skipped"] == 0
@@ -87,7 +95,8 @@ def test_stateful_actions_depend_on_preceding_inputs() -> None:
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 def test_stateful_actions_reused_only_after_their_history_is_restored(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
     got = by_name(_run(capsys, tmp_path, target, "ordered", "stateful-chain", sweep=True))
     assert all(r["verdict"] == "passed" for r in got.values())
     assert got["stateful-chain"]["repeated_tool_calls"]["actual"] == 0
@@ -100,10 +109,20 @@ def test_stateful_actions_reused_only_after_their_history_is_restored(
 
 
 def test_reuse_by_identity_alone_is_caught_on_stateful_actions(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", "mutant:ordered-identity-only", "--scenario",
-                          "stateful-chain", "--examples", "0", "--no-sweep",
-                          "--out", str(tmp_path))
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-identity-only",
+        "--scenario",
+        "stateful-chain",
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 1
     assert by_name(doc)["stateful-chain"]["property"] == "no-stale-reuse"
 
@@ -136,7 +155,8 @@ def test_recovery_scenarios_have_repeated_failures_and_recovery_checkpoints() ->
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 def test_repeated_failures_and_checkpoints_during_recovery(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
     ordered = _run(capsys, tmp_path, target, "ordered", *RECOVERY, sweep=True)
     assert ordered["failed"] == 0 and ordered["skipped"] == 0
     mid = by_name(ordered)["checkpoint-during-recovery"]
@@ -161,20 +181,28 @@ def test_generated_scenarios_repeat_failures_and_checkpoint_during_recovery() ->
     assert hits >= 10
 
 
-@pytest.mark.parametrize("backend", [pytest.param("kafka", marks=pytest.mark.kafka),
-                                     pytest.param("fluss", marks=pytest.mark.fluss)])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("kafka", marks=pytest.mark.kafka),
+        pytest.param("fluss", marks=pytest.mark.fluss),
+    ],
+)
 def test_repeated_failures_and_checkpoints_during_recovery_on_backend(
-        request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> None:
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
     request.getfixturevalue(f"{backend}_bootstrap")  # the real server, started if need be
     impl = resolve(backend)
     try:
         from replay_contract.conformance.suite import cases
 
         fixed = [catalogue.resolve(r) for r in RECOVERY] + [
-            catalogue.builtin("reversed-interleaving")]
+            catalogue.builtin("reversed-interleaving")
+        ]
         for contract in (ORDERED, SEQNUM):
-            results = run_all(impl, cases(0, 0, contract, scenarios=fixed), contract, tmp_path,
-                              backend)
+            results = run_all(
+                impl, cases(0, 0, contract, scenarios=fixed), contract, tmp_path, backend
+            )
             failed = [r for r in results if r.verdict != "passed"]
             assert not failed, failed[0].reason
     finally:
@@ -185,14 +213,21 @@ def test_repeated_failures_and_checkpoints_during_recovery_on_backend(
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
-def test_keys_isolated(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                       target: str) -> None:
+def test_keys_isolated(capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str) -> None:
     """K diverges (its first recorded input is lost) beside J, whose inputs come back
     reversed: J still reuses everything, waits only for its own inputs, and is never
     invalidated."""
     isolated = str(SCENARIOS / "keys-isolated-under-divergence.json")
-    doc = _run(capsys, tmp_path, target, "ordered", isolated, "two-keys-interleaved",
-               "divergence-beside-other-key", sweep=True)
+    doc = _run(
+        capsys,
+        tmp_path,
+        target,
+        "ordered",
+        isolated,
+        "two-keys-interleaved",
+        "divergence-beside-other-key",
+        sweep=True,
+    )
     assert doc["failed"] == 0 and doc["skipped"] == 0
     events = simulate(load(isolated), ORDERED).world.events
     restore = next(i for i, e in enumerate(events) if isinstance(e, t.Restore))
@@ -202,11 +237,21 @@ def test_keys_isolated(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     assert any(isinstance(e, t.Invalidate) and e.key == "K" for e in events)
 
 
-def test_invalidating_another_key_is_caught(capsys: pytest.CaptureFixture[str],
-                                            tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", "mutant:ordered-invalidate-every-key",
-                          "--scenario", str(SCENARIOS / "keys-isolated-under-divergence.json"),
-                          "--examples", "0", "--no-sweep", "--out", str(tmp_path))
+def test_invalidating_another_key_is_caught(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-invalidate-every-key",
+        "--scenario",
+        str(SCENARIOS / "keys-isolated-under-divergence.json"),
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 1
     assert by_name(doc)["keys-isolated-under-divergence"]["property"] == "key-isolation"
 
@@ -215,18 +260,22 @@ def test_invalidating_another_key_is_caught(capsys: pytest.CaptureFixture[str],
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
-def test_ordered_input_behaviour_retained(capsys: pytest.CaptureFixture[str],
-                                          tmp_path: Path, target: str) -> None:
+def test_ordered_input_behaviour_retained(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
     """A key with one ordered input path keeps full reuse, under seqnum as before and
     under ordered, with the same tool calls and never a wait."""
     for contract in ("ordered", "seqnum"):
-        got = by_name(_run(capsys, tmp_path, target, contract, "single-upstream",
-                           sweep=True))["single-upstream"]
+        got = by_name(_run(capsys, tmp_path, target, contract, "single-upstream", sweep=True))[
+            "single-upstream"
+        ]
         assert got["verdict"] == "passed" and got["complete_reuse"] is None
         assert got["tool_calls"]["actual"] == 4
         assert got["repeated_tool_calls"]["actual"] == 0
-    assert not any(isinstance(e, t.Wait) for e in simulate(
-        catalogue.builtin("single-upstream"), ORDERED).world.events)
+    assert not any(
+        isinstance(e, t.Wait)
+        for e in simulate(catalogue.builtin("single-upstream"), ORDERED).world.events
+    )
 
 
 def test_ordered_equals_seqnum_when_every_key_has_one_ordered_path() -> None:
@@ -241,7 +290,8 @@ def test_ordered_equals_seqnum_when_every_key_has_one_ordered_path() -> None:
         for r in s.topology.records:
             feeds.setdefault((type(r.key), r.key), set()).add(r.channel)
         if not all(c.replayable for c in s.topology.channels) or any(
-                len(v) > 1 for v in feeds.values()):
+            len(v) > 1 for v in feeds.values()
+        ):
             continue
         checked += 1
         o, q = simulate(s, ORDERED).summary(), simulate(s, SEQNUM).summary()
@@ -253,13 +303,18 @@ def test_ordered_equals_seqnum_when_every_key_has_one_ordered_path() -> None:
 
 # -- genuine divergence -------------------------------------------------------------------
 
-DIVERGENT = ["genuine-divergence", "changed-input", "non-replayable-source",
-             "divergence-then-crash"]
+DIVERGENT = [
+    "genuine-divergence",
+    "changed-input",
+    "non-replayable-source",
+    "divergence-then-crash",
+]
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
-def test_genuine_divergence_still_caught(capsys: pytest.CaptureFixture[str],
-                                         tmp_path: Path, target: str) -> None:
+def test_genuine_divergence_still_caught(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
     """A different input at a recorded position invalidates the key's saved suffix and
     runs it again, under ordered as under seqnum."""
     for contract in ("ordered", "seqnum"):
@@ -282,9 +337,19 @@ def test_masking_divergence_is_caught(tmp_path: Path) -> None:
 
 
 def test_volatile_invalidation_is_caught_after_a_second_failure(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", "mutant:ordered-volatile-invalidation",
-                          "--scenario", "divergence-then-crash", "--examples", "0",
-                          "--no-sweep", "--out", str(tmp_path))
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-volatile-invalidation",
+        "--scenario",
+        "divergence-then-crash",
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 1
     assert by_name(doc)["divergence-then-crash"]["property"] == "no-stale-reuse"

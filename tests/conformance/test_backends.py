@@ -12,17 +12,30 @@ from replay_contract.model import catalogue
 
 from .conftest import conform
 
-BACKENDS = [pytest.param("kafka", marks=pytest.mark.kafka),
-            pytest.param("fluss", marks=pytest.mark.fluss)]
+BACKENDS = [
+    pytest.param("kafka", marks=pytest.mark.kafka),
+    pytest.param("fluss", marks=pytest.mark.fluss),
+]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_backend_passes_the_catalogue_and_200_generated_scenarios(
-        request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-        backend: str) -> None:
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], tmp_path: Path, backend: str
+) -> None:
     request.getfixturevalue(f"{backend}_bootstrap")
-    status, doc = conform(capsys, "--target", backend, "--contract", "ordered", "--seed", "0",
-                          "--examples", "200", "--out", str(tmp_path))
+    status, doc = conform(
+        capsys,
+        "--target",
+        backend,
+        "--contract",
+        "ordered",
+        "--seed",
+        "0",
+        "--examples",
+        "200",
+        "--out",
+        str(tmp_path),
+    )
     failures = [(r["name"], r.get("reason")) for r in doc["results"] if r["verdict"] != "passed"]
     assert status == 0 and not failures, failures[:3]
     names = {r["name"] for r in doc["results"]}
@@ -33,11 +46,22 @@ def test_backend_passes_the_catalogue_and_200_generated_scenarios(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_backend_agrees_with_the_model_under_seqnum(
-        request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-        backend: str) -> None:
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], tmp_path: Path, backend: str
+) -> None:
     request.getfixturevalue(f"{backend}_bootstrap")
-    status, doc = conform(capsys, "--target", backend, "--contract", "seqnum", "--seed", "1",
-                          "--examples", "40", "--out", str(tmp_path))
+    status, doc = conform(
+        capsys,
+        "--target",
+        backend,
+        "--contract",
+        "seqnum",
+        "--seed",
+        "1",
+        "--examples",
+        "40",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 0 and doc["failed"] == 0 and doc["skipped"] == 0
     reversed_run = next(r for r in doc["results"] if r["name"] == "reversed-interleaving")
     assert reversed_run["verdict"] == "passed"

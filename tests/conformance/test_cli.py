@@ -15,24 +15,40 @@ from .conftest import conform
 
 
 def test_text_output_has_the_summary_table_and_progress_on_stderr(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status = main(["conform", "--target", "model", "--examples", "5", "--seed", "3",
-                   "--out", str(tmp_path)])
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status = main(
+        ["conform", "--target", "model", "--examples", "5", "--seed", "3", "--out", str(tmp_path)]
+    )
     out, err = capsys.readouterr()
     assert status == 0
     header = out.splitlines()[0]
-    for column in ("scenario", "verdict", "tool calls exp/act", "repeated exp/act",
-                   "first difference / broken property"):
+    for column in (
+        "scenario",
+        "verdict",
+        "tool calls exp/act",
+        "repeated exp/act",
+        "first difference / broken property",
+    ):
         assert column in header
     assert "reversed-interleaving " in out
     assert "failed" in err and "passed" in err  # the progress lines
-    assert "reproduce: replay-contract conform --target model --contract ordered --seed 3" \
-        in out
+    assert "reproduce: replay-contract conform --target model --contract ordered --seed 3" in out
 
 
 def test_json_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", "mutant:ordered-no-wait", "--examples", "4",
-                          "--seed", "0", "--no-sweep", "--out", str(tmp_path))
+    status, doc = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-no-wait",
+        "--examples",
+        "4",
+        "--seed",
+        "0",
+        "--no-sweep",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 1
     assert {"target", "contract", "passed", "failed", "skipped", "results"} <= set(doc)
     assert doc["passed"] + doc["failed"] + doc["skipped"] == len(doc["results"])
@@ -46,9 +62,22 @@ def test_json_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
 
 
 def test_seqnum_report_shows_repeated_calls_and_where_complete_reuse_breaks(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status = main(["conform", "--target", "model", "--contract", "seqnum", "--examples",
-                   "0", "--no-sweep", "--out", str(tmp_path)])
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status = main(
+        [
+            "conform",
+            "--target",
+            "model",
+            "--contract",
+            "seqnum",
+            "--examples",
+            "0",
+            "--no-sweep",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0
     row = next(line for line in out.splitlines() if line.startswith("reversed-interleaving"))
@@ -58,8 +87,19 @@ def test_seqnum_report_shows_repeated_calls_and_where_complete_reuse_breaks(
 
 def test_junit_xml(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     junit = tmp_path / "report.xml"
-    status, doc = conform(capsys, "--target", "mutant:ordered-impatient", "--examples", "3",
-                          "--seed", "0", "--junit", str(junit), "--out", str(tmp_path))
+    status, doc = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-impatient",
+        "--examples",
+        "3",
+        "--seed",
+        "0",
+        "--junit",
+        str(junit),
+        "--out",
+        str(tmp_path),
+    )
     assert status == 1
     suite = ET.parse(junit).getroot()
     assert suite.tag == "testsuite"
@@ -69,47 +109,85 @@ def test_junit_xml(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert all(f.get("message") for f in failures)
 
 
-def test_a_written_scenario_replays_the_failure(capsys: pytest.CaptureFixture[str],
-                                               tmp_path: Path) -> None:
-    _, doc = conform(capsys, "--target", "mutant:ordered-no-wait", "--examples", "0",
-                     "--no-sweep", "--scenario", "reversed-interleaving", "--out", str(tmp_path))
+def test_a_written_scenario_replays_the_failure(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _, doc = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-no-wait",
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--scenario",
+        "reversed-interleaving",
+        "--out",
+        str(tmp_path),
+    )
     written = doc["results"][0]["scenario_file"]
-    status, again = conform(capsys, "--target", "mutant:ordered-no-wait", "--examples", "0",
-                            "--no-sweep", "--scenario", written, "--out", str(tmp_path / "b"))
+    status, again = conform(
+        capsys,
+        "--target",
+        "mutant:ordered-no-wait",
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--scenario",
+        written,
+        "--out",
+        str(tmp_path / "b"),
+    )
     assert status == 1
     assert again["results"][0]["property"] == doc["results"][0]["property"]
 
 
-@pytest.mark.parametrize("args", [["--target", "nowhere"], ["--target", "kafkaa"],
-                                  ["--target", "model", "--contract", "strict"],
-                                  ["--target", "model", "--examples", "-1"],
-                                  ["--target", "mutant:nothing"],
-                                  ["--target", "model", "--scenario", "no-such-scenario"]])
-def test_refused_input_is_one_line_and_status_2(capsys: pytest.CaptureFixture[str],
-                                                args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--target", "nowhere"],
+        ["--target", "kafkaa"],
+        ["--target", "model", "--contract", "strict"],
+        ["--target", "model", "--examples", "-1"],
+        ["--target", "mutant:nothing"],
+        ["--target", "model", "--scenario", "no-such-scenario"],
+    ],
+)
+def test_refused_input_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
     assert main(["conform", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("replay-contract conform: error: ")
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *args], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_pytest_plugin_collects_and_passes_the_suite(tmp_path: Path) -> None:
     done = _pytest(tmp_path, "--replay-target=model", "--replay-examples=3")
     assert done.returncode == 0, done.stdout[-2000:]
-    collected = _pytest(tmp_path, "--replay-target=model", "--replay-examples=3",
-                        "--collect-only")
+    collected = _pytest(tmp_path, "--replay-target=model", "--replay-examples=3", "--collect-only")
     assert "replay-contract[model,ordered]::generated-2" in collected.stdout
     assert "replay-contract[model,ordered]::reversed-interleaving.crash-3.3" in collected.stdout
 
 
 def test_pytest_plugin_fails_a_mutant_with_the_report(tmp_path: Path) -> None:
-    done = _pytest(tmp_path, "--replay-target=mutant:ordered-no-wait", "--replay-examples=0",
-                   f"--replay-out={tmp_path / 'out'}", "-k", "reversed-interleaving and not crash")
+    done = _pytest(
+        tmp_path,
+        "--replay-target=mutant:ordered-no-wait",
+        "--replay-examples=0",
+        f"--replay-out={tmp_path / 'out'}",
+        "-k",
+        "reversed-interleaving and not crash",
+    )
     assert done.returncode == 1
     assert "<-- first difference" in done.stdout
     assert "replay:" in done.stdout and "reversed-interleaving.json" in done.stdout
@@ -122,9 +200,10 @@ def test_pytest_plugin_refuses_an_unknown_target(tmp_path: Path) -> None:
 
 
 def test_pytest_plugin_is_cheap_to_import() -> None:
-    code = ("import sys, replay_contract.conformance.plugin as p; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('hypothesis', 'z3', 'attrs') or m.startswith('replay_contract.model')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    code = (
+        "import sys, replay_contract.conformance.plugin as p; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('hypothesis', 'z3', 'attrs') or m.startswith('replay_contract.model')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

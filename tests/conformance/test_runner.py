@@ -32,8 +32,17 @@ from replay_contract.model.topology import Key, Record, Topology
 
 TINY = {
     "name": "tiny",
-    "agent": {"actions": [{"name": "respond", "reads": ["notes"], "writes": ["notes"],
-                           "tools": ["llm"], "output": True}]},
+    "agent": {
+        "actions": [
+            {
+                "name": "respond",
+                "reads": ["notes"],
+                "writes": ["notes"],
+                "tools": ["llm"],
+                "output": True,
+            }
+        ]
+    },
     "channels": [{"name": "upstream-1", "records": [{"id": "A", "key": "K", "payload": "a"}]}],
     "schedule": [],
 }
@@ -51,15 +60,19 @@ def test_reference_steps_are_the_models_run(contract: str) -> None:
         assert events == simulate(scenario, CONTRACTS[contract]).world.events
 
 
-@pytest.mark.parametrize(("crash_after", "kinds"), [
-    (0, ["deliver", "crash"]),
-    (1, ["deliver", "accept", "tool", "crash"]),
-    (2, ["deliver", "accept", "tool", "save", "crash"]),
-    (9, ["deliver", "accept", "tool", "save", "output", "crash"]),
-])
+@pytest.mark.parametrize(
+    ("crash_after", "kinds"),
+    [
+        (0, ["deliver", "crash"]),
+        (1, ["deliver", "accept", "tool", "crash"]),
+        (2, ["deliver", "accept", "tool", "save", "crash"]),
+        (9, ["deliver", "accept", "tool", "save", "output", "crash"]),
+    ],
+)
 def test_crash_after_the_nth_effect(crash_after: int, kinds: list[str]) -> None:
-    scenario = tiny({"step": "deliver", "record": "A", "crash_after": crash_after},
-                    {"step": "restore"})
+    scenario = tiny(
+        {"step": "deliver", "record": "A", "crash_after": crash_after}, {"step": "restore"}
+    )
     observed = observe(ModelImplementation(), scenario, ORDERED)
     assert observed.error is None
     assert [e.kind for e in observed.steps[0][1]] == kinds
@@ -90,8 +103,15 @@ class _Env:
     def __init__(self, env: Environment, fault: str) -> None:
         self.env, self.fault = env, fault
 
-    def tool(self, key: Key, position: int, record: Record, path: ActionPath, tool: str,
-             reads: tuple[Any, ...]) -> str:
+    def tool(
+        self,
+        key: Key,
+        position: int,
+        record: Record,
+        path: ActionPath,
+        tool: str,
+        reads: tuple[Any, ...],
+    ) -> str:
         result = self.env.tool(key, position, record, path, tool, reads)
         if self.fault == "tool-twice":
             self.env.tool(key, position, record, path, tool, reads)
@@ -135,8 +155,7 @@ def test_calls_after_a_crash_are_a_breach() -> None:
 
 
 def test_a_wrong_checkpoint_number_is_a_breach() -> None:
-    result = judge(Wrapped("checkpoint-number"), catalogue.builtin("repeated-crashes"),
-                   ORDERED)
+    result = judge(Wrapped("checkpoint-number"), catalogue.builtin("repeated-crashes"), ORDERED)
     assert result.verdict == "failed" and "checkpoint returned" in result.reason
 
 
@@ -191,8 +210,7 @@ def test_a_failing_generated_case_is_written_and_shrunk(tmp_path: Path) -> None:
     assert failed
     first = failed[0]
     assert first.scenario_file is not None and Path(first.scenario_file).exists()
-    shrunk = Path(first.scenario_file).with_name(Path(first.scenario_file).stem +
-                                                 "-shrunk.json")
+    shrunk = Path(first.scenario_file).with_name(Path(first.scenario_file).stem + "-shrunk.json")
     assert shrunk.exists()
     small = json.loads(shrunk.read_text())
     big = json.loads(Path(first.scenario_file).read_text())
@@ -200,8 +218,10 @@ def test_a_failing_generated_case_is_written_and_shrunk(tmp_path: Path) -> None:
     assert judge(impl, loads(shrunk.read_text()), ORDERED).verdict == "failed"
 
 
-HELLO = ('{"protocol": "replay-contract/1", "capabilities": {"contracts": ["ordered"], '
-         '"crash_points": true, "non_replayable": true}}')
+HELLO = (
+    '{"protocol": "replay-contract/1", "capabilities": {"contracts": ["ordered"], '
+    '"crash_points": true, "non_replayable": true}}'
+)
 
 
 def program(tmp_path: Path, body: str) -> str:
@@ -211,9 +231,12 @@ def program(tmp_path: Path, body: str) -> str:
 
 
 def test_a_program_that_exits_fails_the_scenario_and_is_restarted(tmp_path: Path) -> None:
-    command = program(tmp_path, "for line in sys.stdin:\n"
-                                "    if json.loads(line)['op'] == 'deliver': sys.exit(3)\n"
-                                "    print(json.dumps({'done': None}), flush=True)\n")
+    command = program(
+        tmp_path,
+        "for line in sys.stdin:\n"
+        "    if json.loads(line)['op'] == 'deliver': sys.exit(3)\n"
+        "    print(json.dumps({'done': None}), flush=True)\n",
+    )
     impl = ProcessImplementation(command, timeout=10)
     try:
         for _ in range(2):  # the second scenario starts the program again
@@ -238,6 +261,13 @@ def test_end_memory_may_leave_out_empty_keys() -> None:
         def end(self) -> Mapping[Key, Mapping[str, Any]]:
             return {k: m for k, m in super().end().items() if m}
 
-    scenario = loads(json.dumps({**TINY, "agent": {"actions": [{"name": "a", "tools": ["x"]}]},
-                                 "schedule": [{"step": "deliver", "record": "A"}]}))
+    scenario = loads(
+        json.dumps(
+            {
+                **TINY,
+                "agent": {"actions": [{"name": "a", "tools": ["x"]}]},
+                "schedule": [{"step": "deliver", "record": "A"}],
+            }
+        )
+    )
     assert judge(Sparse(), scenario, ORDERED).verdict == "passed"

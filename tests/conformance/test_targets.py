@@ -16,8 +16,9 @@ from .conftest import ORDERLY, by_name, conform
 
 
 def test_model_passes_everything(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", "model", "--seed", "0", "--examples", "300",
-                          "--out", str(tmp_path))
+    status, doc = conform(
+        capsys, "--target", "model", "--seed", "0", "--examples", "300", "--out", str(tmp_path)
+    )
     assert status == 0
     assert doc["failed"] == 0 and doc["skipped"] == 0
     names = {r["name"] for r in doc["results"]}
@@ -30,17 +31,39 @@ def test_model_passes_everything(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 @pytest.mark.parametrize("contract", sorted(CONTRACTS))
 def test_model_agrees_with_itself_under_every_contract(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, contract: str) -> None:
-    status, doc = conform(capsys, "--target", "model", "--contract", contract, "--seed", "7",
-                          "--examples", "40", "--out", str(tmp_path))
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, contract: str
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        "model",
+        "--contract",
+        contract,
+        "--seed",
+        "7",
+        "--examples",
+        "40",
+        "--out",
+        str(tmp_path),
+    )
     assert (status, doc["failed"], doc["skipped"]) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
-def test_every_mutant_fails_with_a_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                         mutant: str) -> None:
-    status, doc = conform(capsys, "--target", f"mutant:{mutant}", "--seed", "0",
-                          "--examples", "100", "--out", str(tmp_path))
+def test_every_mutant_fails_with_a_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, mutant: str
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        f"mutant:{mutant}",
+        "--seed",
+        "0",
+        "--examples",
+        "100",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 1 and doc["failed"] > 0
     assert doc["contract"] == "ordered"
     for result in doc["results"]:
@@ -60,20 +83,33 @@ def _properties() -> tuple[str, ...]:
     return PROPERTIES
 
 
-@pytest.mark.parametrize(("mutant", "scenario", "reason"), [
-    ("ordered-no-wait", "reversed-interleaving", "no-stale-reuse"),
-    ("ordered-identity-only", "stateful-chain", "no-stale-reuse"),
-    ("ordered-invalidate-every-key", "divergence-beside-other-key", "key-isolation"),
-    ("ordered-volatile-invalidation", "divergence-then-crash", "no-stale-reuse"),
-    ("ordered-impatient", "reversed-interleaving", "complete-reuse"),
-])
+@pytest.mark.parametrize(
+    ("mutant", "scenario", "reason"),
+    [
+        ("ordered-no-wait", "reversed-interleaving", "no-stale-reuse"),
+        ("ordered-identity-only", "stateful-chain", "no-stale-reuse"),
+        ("ordered-invalidate-every-key", "divergence-beside-other-key", "key-isolation"),
+        ("ordered-volatile-invalidation", "divergence-then-crash", "no-stale-reuse"),
+        ("ordered-impatient", "reversed-interleaving", "complete-reuse"),
+    ],
+)
 def test_mutant_fails_on_the_scenario_that_targets_it(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, mutant: str, scenario: str,
-        reason: str) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, mutant: str, scenario: str, reason: str
+) -> None:
     if mutant not in MUTANTS:
         pytest.skip(f"no mutant {mutant} any more")
-    status, doc = conform(capsys, "--target", f"mutant:{mutant}", "--scenario", scenario,
-                          "--examples", "0", "--no-sweep", "--out", str(tmp_path))
+    status, doc = conform(
+        capsys,
+        "--target",
+        f"mutant:{mutant}",
+        "--scenario",
+        scenario,
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--out",
+        str(tmp_path),
+    )
     (result,) = doc["results"]
     assert status == 1 and result["verdict"] == "failed"
     assert result["property"] == reason
@@ -81,27 +117,59 @@ def test_mutant_fails_on_the_scenario_that_targets_it(
 
 @pytest.mark.parametrize("contract", ["ordered", "seqnum"])
 def test_second_implementation_over_the_process_protocol_passes(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, contract: str) -> None:
-    status, doc = conform(capsys, "--target", ORDERLY, "--contract", contract, "--seed", "0",
-                          "--examples", "120", "--out", str(tmp_path))
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, contract: str
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        ORDERLY,
+        "--contract",
+        contract,
+        "--seed",
+        "0",
+        "--examples",
+        "120",
+        "--out",
+        str(tmp_path),
+    )
     assert (status, doc["failed"], doc["skipped"]) == (0, 0, 0)
     assert doc["passed"] > 120
 
 
 def test_process_target_skips_contracts_it_does_not_claim(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", ORDERLY, "--contract", "read-set",
-                          "--examples", "3", "--out", str(tmp_path))
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        ORDERLY,
+        "--contract",
+        "read-set",
+        "--examples",
+        "3",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 0 and doc["passed"] == 0 and doc["failed"] == 0
     assert doc["skipped"] == len(doc["results"])
     assert all("not read-set" in r["reason"] for r in doc["results"])
 
 
 def test_a_broken_build_over_the_process_protocol_fails(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, doc = conform(capsys, "--target", f"{ORDERLY} --bug no-wait",
-                          "--scenario", "reversed-interleaving", "--examples", "0",
-                          "--no-sweep", "--out", str(tmp_path))
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, doc = conform(
+        capsys,
+        "--target",
+        f"{ORDERLY} --bug no-wait",
+        "--scenario",
+        "reversed-interleaving",
+        "--examples",
+        "0",
+        "--no-sweep",
+        "--out",
+        str(tmp_path),
+    )
     result = by_name(doc)["reversed-interleaving"]
     assert status == 1
     assert result["property"] == "no-stale-reuse"

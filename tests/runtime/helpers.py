@@ -16,10 +16,10 @@ from replay_contract.runtime.store import Backend
 
 def judged(backend: Backend, scenario: Scenario, contract: Contract) -> Result:
     """The conformance suite's verdict on the runtime over ``backend``; fails loudly."""
-    result = judge(RuntimeOperator(backend, claims=(*CLAIMED, contract.name)), scenario,
-                   contract)
-    assert result.verdict == PASSED, f"{scenario.name} under {contract.name}: " \
-        f"{result.reason}\n{result.report}"
+    result = judge(RuntimeOperator(backend, claims=(*CLAIMED, contract.name)), scenario, contract)
+    assert result.verdict == PASSED, (
+        f"{scenario.name} under {contract.name}: {result.reason}\n{result.report}"
+    )
     return result
 
 
@@ -37,8 +37,9 @@ def crash_points(scenario: Scenario, contract: Contract, seed: int = 0) -> list[
         for k in range(effects + 2):
             head = (*scenario.schedule[:i], Step(step.kind, step.record, k), Step("restore"))
             rng = random.Random(f"{seed}:{i}:{k}")
-            variants.append(scenario.with_schedule(_rest(rng, scenario, head),
-                                                   f"{scenario.name}@{i}.{k}"))
+            variants.append(
+                scenario.with_schedule(_rest(rng, scenario, head), f"{scenario.name}@{i}.{k}")
+            )
     return variants
 
 

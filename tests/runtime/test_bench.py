@@ -10,14 +10,29 @@ from typing import Any
 
 import pytest
 
-SMALL = ["--inputs", "200", "--keys", "4", "--repeat", "1", "--replayed", "10,40",
-         "--pad", "0,2000"]
+SMALL = [
+    "--inputs",
+    "200",
+    "--keys",
+    "4",
+    "--repeat",
+    "1",
+    "--replayed",
+    "10,40",
+    "--pad",
+    "0,2000",
+]
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "replay_contract", "bench", *args],
-                          capture_output=True, text=True, timeout=600, check=False,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "replay_contract", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def figures(backend: str, env: dict[str, str] | None = None) -> dict[str, Any]:

@@ -29,8 +29,9 @@ def test_key_fields_are_injective(a: list[object], b: list[object]) -> None:
 def test_awkward_business_keys_get_distinct_record_keys() -> None:
     keys = {codec.business_key(k) for k in AWKWARD_KEYS}
     assert len(keys) == len(AWKWARD_KEYS)
-    completions = {codec.record_key(Completion(k, 0, "A", "d", ("p",), (), (), ()))
-                   for k in AWKWARD_KEYS}
+    completions = {
+        codec.record_key(Completion(k, 0, "A", "d", ("p",), (), (), ())) for k in AWKWARD_KEYS
+    }
     assert len(completions) == len(AWKWARD_KEYS)
 
 
@@ -39,14 +40,18 @@ def test_a_bool_is_not_a_key() -> None:
         codec.encode_fields([True])
 
 
-@pytest.mark.parametrize("entry", [
-    Completion(1, 3, "A", "d", ("p", "e", "q"), (None, "x"), (("f", "v"),), ("out",), True,
-               "c", 7),
-    Completion("1", 3, "A", "d", ("p",), (), (), ()),
-    OrderEntry("é|x", 0, "B", "d2", "c", 1),
-    Invalidation("", 2),
-    Invalidation(1, 2, ("A", "d")),
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        Completion(
+            1, 3, "A", "d", ("p", "e", "q"), (None, "x"), (("f", "v"),), ("out",), True, "c", 7
+        ),
+        Completion("1", 3, "A", "d", ("p",), (), (), ()),
+        OrderEntry("é|x", 0, "B", "d2", "c", 1),
+        Invalidation("", 2),
+        Invalidation(1, 2, ("A", "d")),
+    ],
+)
 def test_entries_round_trip(entry: object) -> None:
     decoded = codec.decode(codec.record_key(entry), codec.encode(entry))  # type: ignore[arg-type]
     assert decoded == entry
@@ -58,16 +63,21 @@ def test_every_record_carries_the_schema_version() -> None:
     assert value["schema"] == codec.SCHEMA
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    (b"\xff\xfe", "not UTF-8 JSON"),
-    (b"[1]", "not a JSON object"),
-    (b'{"schema": 99, "kind": "order"}', "schema version 99"),
-    (b'{"schema": 1, "kind": "nothing"}', "unknown kind"),
-    (b'{"schema": 1, "kind": "order", "key": true, "position": 0}', "field 'key'"),
-    (b'{"schema": 1, "kind": "order", "key": "K", "position": "0", "identity": "A"}',
-     "field 'position'"),
-    (None, "no value"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (b"\xff\xfe", "not UTF-8 JSON"),
+        (b"[1]", "not a JSON object"),
+        (b'{"schema": 99, "kind": "order"}', "schema version 99"),
+        (b'{"schema": 1, "kind": "nothing"}', "unknown kind"),
+        (b'{"schema": 1, "kind": "order", "key": true, "position": 0}', "field 'key'"),
+        (
+            b'{"schema": 1, "kind": "order", "key": "K", "position": "0", "identity": "A"}',
+            "field 'position'",
+        ),
+        (None, "no value"),
+    ],
+)
 def test_undecodable_values_are_refused(value: bytes | None, message: str) -> None:
     with pytest.raises(codec.DecodeError, match=message):
         codec.decode(b"", value)

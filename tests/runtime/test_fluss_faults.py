@@ -62,8 +62,7 @@ class PrivateFluss:
 
     def stop_tablet(self) -> None:
         state = self._state()
-        tablet = [common.Process.from_json(p) for p in state["processes"]
-                  if p["role"] == "tablet"]
+        tablet = [common.Process.from_json(p) for p in state["processes"] if p["role"] == "tablet"]
         assert tablet and common.stop_processes(tablet), "no tablet server was running"
 
     def start_tablet(self) -> None:
@@ -72,17 +71,26 @@ class PrivateFluss:
         lib = common.resolve_classpath(service.NAME, service.COORDINATES, progress=False)
         log = self.directory / "logs" / "tablet.log"
         process = common.start_process(
-            "tablet", service._argv(java, lib, self.directory, "tablet"), cwd=self.directory,
-            log=log)
+            "tablet",
+            service._argv(java, lib, self.directory, "tablet"),
+            cwd=self.directory,
+            log=log,
+        )
         others = [p for p in state["processes"] if p["role"] != "tablet"]
-        common.write_state(self.directory,
-                           {**state, "processes": [*others, process.to_json()]})
-        common.wait_for_port(state["ports"]["tablet"], what="the Fluss tablet server",
-                             process=process, log=log, timeout=120.0)
+        common.write_state(self.directory, {**state, "processes": [*others, process.to_json()]})
+        common.wait_for_port(
+            state["ports"]["tablet"],
+            what="the Fluss tablet server",
+            process=process,
+            log=log,
+            timeout=120.0,
+        )
 
     def tablet_running(self) -> bool:
-        return any(p["role"] == "tablet" and common.is_alive(common.Process.from_json(p))
-                   for p in self._state()["processes"])
+        return any(
+            p["role"] == "tablet" and common.is_alive(common.Process.from_json(p))
+            for p in self._state()["processes"]
+        )
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +138,9 @@ def _log_entries(namespace: FlussNamespace) -> list[Any]:
 
 
 @pytest.mark.parametrize("contract", [ORDERED, SEQNUM], ids=lambda c: c.name)
-def test_a_tablet_restart_within_the_bound_goes_unnoticed(private: PrivateFluss,
-                                                          contract: Any) -> None:
+def test_a_tablet_restart_within_the_bound_goes_unnoticed(
+    private: PrivateFluss, contract: Any
+) -> None:
     scenario = builtin("reversed-interleaving")
     backend = FlussBackend(private.bootstrap, timeout=120.0)
     impl = RuntimeOperator(backend, keep_namespaces=True)
@@ -151,8 +160,7 @@ def test_a_tablet_restart_within_the_bound_goes_unnoticed(private: PrivateFluss,
         backend.close()
 
 
-def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: PrivateFluss
-                                                                  ) -> None:
+def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: PrivateFluss) -> None:
     scenario = builtin("reversed-interleaving")
     backend = FlussBackend(private.bootstrap, timeout=4.0)
     impl = RuntimeOperator(backend, keep_namespaces=True)
@@ -162,8 +170,16 @@ def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: Priva
 
     def deliver(identity: str) -> None:
         record = channels.deliver(identity)
-        env.record(t.Deliver(record.identity, record.key, record.channel, record.offset,
-                             record.digest, record.payload))
+        env.record(
+            t.Deliver(
+                record.identity,
+                record.key,
+                record.channel,
+                record.offset,
+                record.digest,
+                record.payload,
+            )
+        )
         impl.deliver(record)
 
     try:
@@ -202,17 +218,26 @@ def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: Priva
     # one of the two runs must match exactly, events and log alike.
     outcomes = []
     for crash_after in (1, 2):
-        equivalent = scenario.with_schedule((
-            Step("deliver", "A"), Step("deliver", "B"), Step("deliver", "C", crash_after),
-            Step("restore"), Step("deliver", "B"), Step("deliver", "A"),
-            Step("deliver", "C"), Step("deliver", "D")))
+        equivalent = scenario.with_schedule(
+            (
+                Step("deliver", "A"),
+                Step("deliver", "B"),
+                Step("deliver", "C", crash_after),
+                Step("restore"),
+                Step("deliver", "B"),
+                Step("deliver", "A"),
+                Step("deliver", "C"),
+                Step("deliver", "D"),
+            )
+        )
         expected = [e for _, events in reference_steps(equivalent, ORDERED) for e in events]
         outcomes.append((expected, list(simulate(equivalent, ORDERED).world.store)))
     assert (env.events, entries) in outcomes
 
 
 def test_a_timed_out_write_that_lands_later_is_read_the_same_by_every_client(
-        private: PrivateFluss) -> None:
+    private: PrivateFluss,
+) -> None:
     backend = FlussBackend(private.bootstrap, timeout=4.0)
     namespace = backend.namespace()
     e = [OrderEntry("K", i, f"in-{i}", "d") for i in range(4)]
@@ -241,4 +266,3 @@ def test_a_timed_out_write_that_lands_later_is_read_the_same_by_every_client(
     # e[1] is in the second client's view or not, but every later reader agrees with it
     assert later_read == [*first_read, (ids[0] + 1, e[3])]
     assert [x for _, x in later_read].count(e[1]) <= 1
-

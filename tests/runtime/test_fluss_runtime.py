@@ -87,8 +87,14 @@ def _raw_rows(namespace: FlussNamespace, rows: list[dict[str, Any]]) -> None:
 
 
 def _row(generation: int, seq: int, at: int, entry: Entry) -> dict[str, Any]:
-    return {"schema": TABLE_SCHEMA, "generation": generation, "seq": seq, "at": at,
-            "record_key": codec.record_key(entry), "value": codec.encode(entry)}
+    return {
+        "schema": TABLE_SCHEMA,
+        "generation": generation,
+        "seq": seq,
+        "at": at,
+        "record_key": codec.record_key(entry),
+        "value": codec.encode(entry),
+    }
 
 
 class _Quiet:
@@ -120,8 +126,10 @@ class _Prepared:
 def test_builtin_scenarios_match_the_model(backend, scenario, contract) -> None:  # type: ignore[no-untyped-def]
     result = judged(backend, scenario, contract)
     model = simulate(scenario, contract).summary()
-    assert (result.tool_calls, result.repeated) == (model["tool_calls"],
-                                                   model["repeated_tool_calls"])
+    assert (result.tool_calls, result.repeated) == (
+        model["tool_calls"],
+        model["repeated_tool_calls"],
+    )
     if scenario.name == "reversed-interleaving":
         assert result.repeated == (0 if contract is ORDERED else 4)
 
@@ -136,17 +144,23 @@ def test_entry_ids_equal_the_models_log_indexes_across_restores(backend, contrac
     assert isinstance(impl.namespace, FlussNamespace)
     try:
         assert [e for _, e in _entries(impl.namespace)] == list(
-            simulate(scenario, contract).world.store)
+            simulate(scenario, contract).world.store
+        )
     finally:
         impl.namespace.drop()
 
 
-@pytest.mark.parametrize(("name", "contract"), [("reversed-interleaving", ORDERED),
-                                                ("reversed-interleaving", SEQNUM),
-                                                ("crash-before-save", ORDERED),
-                                                ("repeated-crashes", ORDERED),
-                                                ("divergence-then-crash", SEQNUM)],
-                         ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize(
+    ("name", "contract"),
+    [
+        ("reversed-interleaving", ORDERED),
+        ("reversed-interleaving", SEQNUM),
+        ("crash-before-save", ORDERED),
+        ("repeated-crashes", ORDERED),
+        ("divergence-then-crash", SEQNUM),
+    ],
+    ids=lambda x: getattr(x, "name", x),
+)
 def test_a_crash_at_every_effect(backend, name: str, contract) -> None:  # type: ignore[no-untyped-def]
     for variant in crash_points(builtin(name), contract):
         judged(backend, variant, contract)
@@ -179,7 +193,8 @@ def test_awkward_keys_stay_apart_in_the_real_tables(backend, contract) -> None: 
         for i, completion in latest.values():
             assert store.lookup(completion) == (i, completion)
         assert len({e.key for _, e in latest.values()} - {"1"}) + 1 == len(
-            {codec.business_key(k) for k in AWKWARD_KEYS})
+            {codec.business_key(k) for k in AWKWARD_KEYS}
+        )
     finally:
         store.close()
         namespace.drop()
@@ -188,8 +203,12 @@ def test_awkward_keys_stay_apart_in_the_real_tables(backend, contract) -> None: 
 def test_point_lookups_never_mix_keys_that_print_alike(namespace) -> None:  # type: ignore[no-untyped-def]
     store = _connect(namespace)
     try:
-        saved = [Completion(k, 0, "A", "d", ("respond",), (None,), (("notes", repr(k)),),
-                            (f"out-{k!r}",)) for k in AWKWARD_KEYS]
+        saved = [
+            Completion(
+                k, 0, "A", "d", ("respond",), (None,), (("notes", repr(k)),), (f"out-{k!r}",)
+            )
+            for k in AWKWARD_KEYS
+        ]
         assert store.append(saved) == list(range(len(saved)))
         for i, completion in enumerate(saved):
             assert store.lookup(completion) == (i, completion)
@@ -211,8 +230,7 @@ def test_rows_of_a_superseded_client_and_retried_copies_are_ignored(namespace) -
     assert second.generation == first.generation + 1
     assert second.append([e[2]]) == [2]
     # the first client's timed-out write lands now, then a retried copy of the second's
-    _raw_rows(namespace, [_row(first.generation, 2, 2, e[5]),
-                          _row(second.generation, 0, 2, e[2])])
+    _raw_rows(namespace, [_row(first.generation, 2, 2, e[5]), _row(second.generation, 0, 2, e[2])])
     assert second.append([e[3]]) == [3]
     second.close()
     # a write of the second client that lands before the next one registers counts
@@ -238,7 +256,10 @@ def test_tables_carry_their_layout_version(backend, namespace) -> None:  # type:
 
     try:
         assert loop.run(names, 30.0, "listing tables") == [
-            f"completions_v{TABLE_SCHEMA}", f"log_v{TABLE_SCHEMA}", f"writers_v{TABLE_SCHEMA}"]
+            f"completions_v{TABLE_SCHEMA}",
+            f"log_v{TABLE_SCHEMA}",
+            f"writers_v{TABLE_SCHEMA}",
+        ]
     finally:
         loop.close()
 
@@ -250,8 +271,7 @@ def test_an_undecodable_row_is_refused_with_its_place(namespace) -> None:  # typ
     store = _connect(namespace)
     store.append([OrderEntry("K", 0, "A", "d"), OrderEntry("K", 1, "B", "d")])
     assert store.generation == 1
-    junk = {**_row(store.generation, 2, 2, OrderEntry("K", 2, "X", "d")),
-            "value": b"{not json"}
+    junk = {**_row(store.generation, 2, 2, OrderEntry("K", 2, "X", "d")), "value": b"{not json"}
     _raw_rows(namespace, [junk])
     store.close()
     reader = _connect(namespace)
@@ -268,8 +288,9 @@ def test_an_undecodable_row_is_refused_with_its_place(namespace) -> None:  # typ
 def test_a_row_of_another_layout_version_is_refused(namespace) -> None:  # type: ignore[no-untyped-def]
     store = _connect(namespace)
     store.append([OrderEntry("K", 0, "A", "d")])
-    _raw_rows(namespace, [{**_row(store.generation, 1, 1, OrderEntry("K", 1, "B", "d")),
-                           "schema": 7}])
+    _raw_rows(
+        namespace, [{**_row(store.generation, 1, 1, OrderEntry("K", 1, "B", "d")), "schema": 7}]
+    )
     store.close()
     reader = _connect(namespace)
     try:
@@ -289,8 +310,10 @@ def test_a_restore_over_an_undecodable_row_fails_instead_of_skipping_it(backend)
         impl.deliver(first)
         assert isinstance(impl.namespace, FlussNamespace)
         generation = impl._store.generation  # type: ignore[union-attr]
-        _raw_rows(impl.namespace, [{**_row(generation, 99, 99, OrderEntry("K", 9, "J", "d")),
-                                    "record_key": b"junk"}])
+        _raw_rows(
+            impl.namespace,
+            [{**_row(generation, 99, 99, OrderEntry("K", 9, "J", "d")), "record_key": b"junk"}],
+        )
         impl.crash()
         with pytest.raises(RecordError, match="record key is not the one its value implies"):
             impl.restore()
@@ -306,8 +329,12 @@ def test_a_restore_over_an_undecodable_row_fails_instead_of_skipping_it(backend)
 def test_recovery_reads_from_the_marker_not_the_table(namespace) -> None:  # type: ignore[no-untyped-def]
     pad = _connect(namespace)
     for batch in range(5):
-        pad.append([Completion(f"other-{i % 50}", i, f"p{i}", "d", ("respond",), (None,),
-                               (), ()) for i in range(batch * 1000, batch * 1000 + 1000)])
+        pad.append(
+            [
+                Completion(f"other-{i % 50}", i, f"p{i}", "d", ("respond",), (None,), (), ())
+                for i in range(batch * 1000, batch * 1000 + 1000)
+            ]
+        )
     pad.close()
     scenario = builtin("reversed-interleaving")
     impl = RuntimeOperator(_Prepared(namespace), keep_namespaces=True)
@@ -341,11 +368,31 @@ def test_store_clients_close_cleanly(namespace) -> None:  # type: ignore[no-unty
 
 def test_bench_on_the_real_cluster(fluss_bootstrap: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "replay_contract", "bench", "--backend", "fluss", "--inputs",
-         "60", "--keys", "4", "--repeat", "1", "--replayed", "6,20", "--pad", "0,300",
-         "--json"],
-        capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, "REPLAY_CONTRACT_FLUSS": fluss_bootstrap})
+        [
+            sys.executable,
+            "-m",
+            "replay_contract",
+            "bench",
+            "--backend",
+            "fluss",
+            "--inputs",
+            "60",
+            "--keys",
+            "4",
+            "--repeat",
+            "1",
+            "--replayed",
+            "6,20",
+            "--pad",
+            "0,300",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "REPLAY_CONTRACT_FLUSS": fluss_bootstrap},
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)["backends"]["fluss"]
     for row in figures["throughput"]:

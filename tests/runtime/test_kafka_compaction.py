@@ -21,28 +21,50 @@ from replay_contract.runtime.view import LiveView
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-EAGER = {**TOPIC_CONFIG, "segment.ms": "100", "min.cleanable.dirty.ratio": "0.001",
-         "min.compaction.lag.ms": "0", "delete.retention.ms": "0"}
+EAGER = {
+    **TOPIC_CONFIG,
+    "segment.ms": "100",
+    "min.cleanable.dirty.ratio": "0.001",
+    "min.compaction.lag.ms": "0",
+    "delete.retention.ms": "0",
+}
 
 
-def completion(key: object, position: int, identity: str, reads: tuple[object, ...] = (None,),
-               order: bool = False) -> Completion:
-    return Completion(key, position, identity, "d-" + identity, ("respond",), reads,  # type: ignore[arg-type]
-                      (("notes", f"{identity}@{position}"),), (f"out-{identity}",), order)
+def completion(
+    key: object,
+    position: int,
+    identity: str,
+    reads: tuple[object, ...] = (None,),
+    order: bool = False,
+) -> Completion:
+    return Completion(
+        key,
+        position,
+        identity,
+        "d-" + identity,
+        ("respond",),
+        reads,  # type: ignore[arg-type]
+        (("notes", f"{identity}@{position}"),),
+        (f"out-{identity}",),
+        order,
+    )
 
 
 def log() -> list[Entry]:
     a0, b1 = completion("K", 0, "A", order=True), completion("K", 1, "B", ("x",), order=True)
     return [
-        a0, b1, completion(1, 0, "A", order=True), completion("1", 0, "A", order=True),
-        Invalidation("K", 1),                      # B diverged at 1 ...
+        a0,
+        b1,
+        completion(1, 0, "A", order=True),
+        completion("1", 0, "A", order=True),
+        Invalidation("K", 1),  # B diverged at 1 ...
         completion("K", 1, "C", ("x",), order=True),
-        Invalidation("K", 1, ("C", "d-C")),        # ... then C, which is kept
+        Invalidation("K", 1, ("C", "d-C")),  # ... then C, which is kept
         OrderEntry("K", 2, "D", "d-D"),
-        Invalidation("K", 1),                      # the same divergence, made again
-        b1,                                        # and B back at 1: same record key
+        Invalidation("K", 1),  # the same divergence, made again
+        b1,  # and B back at 1: same record key
         Invalidation("K", 2),
-        OrderEntry("K", 2, "D", "d-D"),            # the same order entry again
+        OrderEntry("K", 2, "D", "d-D"),  # the same order entry again
         completion(1, 1, "B", order=True),
     ]
 
@@ -55,8 +77,15 @@ def answers(view: LiveView) -> list[object]:
             out.append(view.recorded_order(key, position))
             out.append(view.voided_by(Invalidation(key, position)))
             for identity in "ABCD":
-                out.append(view.find(key, ("respond",), identity=identity,
-                                     digest="d-" + identity, position=position))
+                out.append(
+                    view.find(
+                        key,
+                        ("respond",),
+                        identity=identity,
+                        digest="d-" + identity,
+                        position=position,
+                    )
+                )
     for start in range(3):
         out.append(view.needed(lambda key, start=start: start))  # type: ignore[misc]
     return out
@@ -72,8 +101,10 @@ def test_compaction_changes_no_answer(kafka_bootstrap: str) -> None:
         store = namespace.connect()
         entries = log()
         ids = [store.append([e])[0] for e in entries]
-        before = {m: answers(LiveView.build(list(zip(ids, entries, strict=True))[m:]))
-                  for m in range(len(entries))}
+        before = {
+            m: answers(LiveView.build(list(zip(ids, entries, strict=True))[m:]))
+            for m in range(len(entries))
+        }
         deadline = time.monotonic() + 120
         compacted = list(zip(ids, entries, strict=True))
         while len(compacted) == len(entries):  # roll segments until the cleaner has run
@@ -85,8 +116,14 @@ def test_compaction_changes_no_answer(kafka_bootstrap: str) -> None:
         assert len(compacted) < len(entries)
         for marker, expected in before.items():
             reader = namespace.connect()
-            assert answers(LiveView.build(
-                [(i, e) for i, e in reader.read(ids[marker]) if e.key != "padding"])) == expected
+            assert (
+                answers(
+                    LiveView.build(
+                        [(i, e) for i, e in reader.read(ids[marker]) if e.key != "padding"]
+                    )
+                )
+                == expected
+            )
             reader.close()
     finally:
         namespace.drop()

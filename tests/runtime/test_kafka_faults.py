@@ -35,8 +35,9 @@ class _Outage:
     """Delegates to the runtime; stops the broker just before delivering ``before`` and
     starts it again ``after`` seconds later, while that delivery waits for its write."""
 
-    def __init__(self, impl: RuntimeOperator, broker: PrivateKafka, before: str,
-                 after: float) -> None:
+    def __init__(
+        self, impl: RuntimeOperator, broker: PrivateKafka, before: str, after: float
+    ) -> None:
         self.impl, self.broker, self.before, self.after = impl, broker, before, after
         self.restarted: threading.Thread | None = None
 
@@ -66,11 +67,11 @@ def broker(private_kafka: PrivateKafka) -> Iterator[PrivateKafka]:
 
 
 @pytest.mark.parametrize("contract", [ORDERED, SEQNUM], ids=lambda c: c.name)
-def test_a_broker_restart_within_the_bound_goes_unnoticed(broker: PrivateKafka,
-                                                          contract: Any) -> None:
+def test_a_broker_restart_within_the_bound_goes_unnoticed(
+    broker: PrivateKafka, contract: Any
+) -> None:
     scenario = builtin("reversed-interleaving")
-    impl = RuntimeOperator(KafkaBackend(broker.bootstrap, timeout=90.0),
-                           keep_namespaces=True)
+    impl = RuntimeOperator(KafkaBackend(broker.bootstrap, timeout=90.0), keep_namespaces=True)
     outage = _Outage(impl, broker, before="C", after=1.0)
     run = observe(outage, scenario, contract)  # type: ignore[arg-type]
     assert outage.restarted is not None
@@ -85,8 +86,7 @@ def test_a_broker_restart_within_the_bound_goes_unnoticed(broker: PrivateKafka,
         impl.namespace.drop()
 
 
-def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: PrivateKafka
-                                                                  ) -> None:
+def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: PrivateKafka) -> None:
     scenario = builtin("reversed-interleaving")
     impl = RuntimeOperator(KafkaBackend(broker.bootstrap, timeout=3.0), keep_namespaces=True)
     env = SuiteEnvironment()
@@ -95,8 +95,16 @@ def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: Privat
 
     def deliver(identity: str) -> None:
         record = channels.deliver(identity)
-        env.record(t.Deliver(record.identity, record.key, record.channel, record.offset,
-                             record.digest, record.payload))
+        env.record(
+            t.Deliver(
+                record.identity,
+                record.key,
+                record.channel,
+                record.offset,
+                record.digest,
+                record.payload,
+            )
+        )
         impl.deliver(record)
 
     deliver("A")
@@ -124,16 +132,23 @@ def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: Privat
     env.record(t.End(end_memory(impl.end())))
 
     # the same run in the model: the delivery of C crashes after its tool call
-    equivalent = scenario.with_schedule((
-        Step("deliver", "A"), Step("deliver", "B"), Step("deliver", "C", 1), Step("restore"),
-        Step("deliver", "B"), Step("deliver", "A"), Step("deliver", "C"),
-        Step("deliver", "D")))
+    equivalent = scenario.with_schedule(
+        (
+            Step("deliver", "A"),
+            Step("deliver", "B"),
+            Step("deliver", "C", 1),
+            Step("restore"),
+            Step("deliver", "B"),
+            Step("deliver", "A"),
+            Step("deliver", "C"),
+            Step("deliver", "D"),
+        )
+    )
     expected = [e for _, events in reference_steps(equivalent, ORDERED) for e in events]
     assert env.events == expected  # completion ids too: offsets in a topic of our own
     assert isinstance(impl.namespace, KafkaNamespace)
     try:
-        assert _topic_entries(impl.namespace) == list(
-            simulate(equivalent, ORDERED).world.store)
+        assert _topic_entries(impl.namespace) == list(simulate(equivalent, ORDERED).world.store)
     finally:
         impl.close()
         impl.namespace.drop()

@@ -33,8 +33,10 @@ def backend(kafka_bootstrap: str) -> KafkaBackend:
 def test_builtin_scenarios_match_the_model(backend, scenario, contract) -> None:  # type: ignore[no-untyped-def]
     result = judged(backend, scenario, contract)
     model = simulate(scenario, contract).summary()
-    assert (result.tool_calls, result.repeated) == (model["tool_calls"],
-                                                   model["repeated_tool_calls"])
+    assert (result.tool_calls, result.repeated) == (
+        model["tool_calls"],
+        model["repeated_tool_calls"],
+    )
     if scenario.name == "reversed-interleaving":
         assert result.repeated == (0 if contract is ORDERED else 4)
 
@@ -81,12 +83,17 @@ def test_the_topic_is_compacted(backend) -> None:  # type: ignore[no-untyped-def
         namespace.drop()
 
 
-@pytest.mark.parametrize(("name", "contract"), [("reversed-interleaving", ORDERED),
-                                                ("reversed-interleaving", SEQNUM),
-                                                ("crash-before-save", ORDERED),
-                                                ("repeated-crashes", ORDERED),
-                                                ("divergence-then-crash", SEQNUM)],
-                         ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize(
+    ("name", "contract"),
+    [
+        ("reversed-interleaving", ORDERED),
+        ("reversed-interleaving", SEQNUM),
+        ("crash-before-save", ORDERED),
+        ("repeated-crashes", ORDERED),
+        ("divergence-then-crash", SEQNUM),
+    ],
+    ids=lambda x: getattr(x, "name", x),
+)
 def test_a_crash_at_every_effect(backend, name: str, contract) -> None:  # type: ignore[no-untyped-def]
     for variant in crash_points(builtin(name), contract):
         judged(backend, variant, contract)
@@ -139,8 +146,12 @@ def test_recovery_reads_from_the_marker_not_the_topic(backend) -> None:  # type:
     namespace = backend.namespace()
     pad = namespace.connect()
     for batch in range(5):
-        pad.append([Completion(f"other-{i % 50}", i, f"p{i}", "d", ("respond",), (None,),
-                               (), ()) for i in range(batch * 1000, batch * 1000 + 1000)])
+        pad.append(
+            [
+                Completion(f"other-{i % 50}", i, f"p{i}", "d", ("respond",), (None,), (), ())
+                for i in range(batch * 1000, batch * 1000 + 1000)
+            ]
+        )
     pad.close()
 
     class Prepared:

@@ -45,11 +45,18 @@ def test_completion_ids_are_the_models_log_indexes() -> None:
     assert run.events == simulate(scenario, ORDERED).world.events
 
 
-@pytest.mark.parametrize("contract", [ORDERED, SEQNUM, CONTRACTS["read-set"]],
-                         ids=lambda c: c.name)
-@pytest.mark.parametrize("name", ["reversed-interleaving", "repeated-crashes", "stateful-chain",
-                                  "divergence-then-crash", "non-replayable-source",
-                                  "changed-input"])
+@pytest.mark.parametrize("contract", [ORDERED, SEQNUM, CONTRACTS["read-set"]], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "name",
+    [
+        "reversed-interleaving",
+        "repeated-crashes",
+        "stateful-chain",
+        "divergence-then-crash",
+        "non-replayable-source",
+        "changed-input",
+    ],
+)
 def test_a_crash_at_every_effect(name: str, contract) -> None:  # type: ignore[no-untyped-def]
     variants = crash_points(builtin(name), contract)
     assert len(variants) > 10
@@ -65,10 +72,21 @@ def test_generated_scenarios(seed: int) -> None:
 
 
 def test_any_contract_value_runs() -> None:
-    proposal = contract_from_json({"based_on": "seqnum", "record_order": "with-first-completion",
-                                   "wait": True, "give_up_after": 1})
-    before = contract_from_json({"based_on": "ordered", "record_order": "before-first-tool-call",
-                                 "invalidation_scope": "all"})
+    proposal = contract_from_json(
+        {
+            "based_on": "seqnum",
+            "record_order": "with-first-completion",
+            "wait": True,
+            "give_up_after": 1,
+        }
+    )
+    before = contract_from_json(
+        {
+            "based_on": "ordered",
+            "record_order": "before-first-tool-call",
+            "invalidation_scope": "all",
+        }
+    )
     for contract in (proposal, before):
         for scenario in all_builtin():
             judged(MemoryBackend(), scenario, contract)
