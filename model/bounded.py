@@ -92,7 +92,7 @@ class Shape:
     def topology(self) -> Topology:
         channels = []
         for c in range(max(self.channel) + 1):
-            records = []
+            records: list[Record] = []
             for r in (i for i, ch in enumerate(self.channel) if ch == c):
                 name = record_name(r)
                 mode = self.mode[r]
@@ -161,7 +161,7 @@ def modes(length: int, most: int) -> Iterator[tuple[Mode, ...]]:
             for kinds in itertools.product(("lost", "changed"), repeat=changed):
                 mode: list[Mode] = ["same"] * length
                 for r, kind in zip(where, kinds, strict=True):
-                    mode[r] = kind  # type: ignore[assignment]
+                    mode[r] = "lost" if kind == "lost" else "changed"
                 yield tuple(mode)
 
 
@@ -332,3 +332,16 @@ def explore(
     return Exploration(
         contract.name, count, shapes_seen, findings, frozenset(reached), time.monotonic() - started
     )
+
+
+def random_run(shape: Shape, contract: Contract, bound: BoundLike,
+               choose: Callable[[int], int]) -> Node:
+    """One finished run of ``shape``: at each point, ``choose(n)`` picks one of the ``n``
+    possible moves (a random walk of the schedule tree)."""
+    scenario = shape.scenario(())
+    index = {record_name(r): r for r in range(shape.inputs)}
+    node = Node(op.World(scenario.topology, scenario.agent, contract))
+    while not node.world.ended:
+        options = list(moves(node, index, bound))
+        node = options[choose(len(options))]
+    return node

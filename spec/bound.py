@@ -74,5 +74,5 @@ def parse(text: str, base: Bound = DEFAULT) -> Bound:
         low = 0 if name in ("crashes", "changes") else 1
         if number < low:
             raise BoundError(f"bound: {name}: must be at least {low}")
-        bound = evolve(bound, **{name: number})
+        bound = evolve(bound, **{name: number})  # type: ignore[arg-type]
     return bound

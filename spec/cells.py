@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import z3
+
 from . import logic as lg
 from .logic import Sym
 
 
 def _default(value: Sym) -> Sym:
     """The value an out-of-range read gives, of the same sort as ``value``."""
-    if isinstance(value, bool) or (lg.is_sym(value) and value.sort() == lg.z3.BoolSort()):
+    if isinstance(value, bool) or (lg.is_sym(value) and value.sort() == z3.BoolSort()):
         return False
     if isinstance(value, tuple) or (lg.is_sym(value) and value.sort() == lg.Term):
         return lg.NONE

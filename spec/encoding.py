@@ -53,9 +53,9 @@ AFTER_ARRIVAL, AFTER_RESTORE, AFTER_END, AFTER_NOTHING = 0, 1, 2, 3
 # main steps of a move
 DELIVER, RESTORE, END, NOTHING = 0, 1, 2, 3
 
-ABSENT = 10**12
-WAITING_ONLY = 10**11
-RANK = 10**6
+ABSENT = 2**26
+WAITING_ONLY = 2**25
+RANK = 2**8
 
 
 @define
@@ -114,17 +114,20 @@ Env = Callable[[int, Sym], Move]
 
 class Machine:
     def __init__(self, contract: Contract, agent: str, bound: BoundLike, shape: Shape,
-                 env: Env, steps: int) -> None:
+                 env: Env, epoch: int) -> None:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
         self.n, self.c, self.k, self.f = bound.inputs, bound.channels, bound.keys, \
             bound.crashes
         self.shape = shape
         self.env = env
-        self.steps = steps
+        self.epoch = epoch
+        self.steps = epoch * (bound.crashes + 1)
+        self.after_epoch: list[tuple[Sym, Sym]] = []
         self.assumptions: list[Sym] = []
         self.slots: list[Slot] = []
         self.time = 0
+        self.volatile_at: dict[int, int] = {}
         self.decode: list[dict[str, Sym]] = []
         self.reach: dict[str, Sym] = {n: False for n in
                                       ("crash", "restore", "reuse", "wait", "invalidation")}
@@ -299,7 +302,9 @@ class Machine:
                 for s in earlier:
                     self.op.put("volatile-voided", s.index, True,
                                 lg.and_(here, self.voids(s, target, position, keep)))
-                rank = 2 * len(self.slots) * RANK + self.tick()
+                at = len(self.slots)
+                self.volatile_at[at] = self.volatile_at.get(at, -1) + 1
+                rank = 2 * at * RANK + min(self.volatile_at[at], RANK - 1)
                 old = self.op.at("volatile-rank", target)
                 self.op.put("volatile-rank", target, rank, lg.and_(here, lg.lt(rank, old)))
             self.tick()
@@ -492,17 +497,26 @@ class Machine:
         idle = lg.eq(w["phase"], IDLE)
         move = self.env(t, idle)
         up = w["up"]
+        boundary = t in self.boundaries
         nothing = lg.and_(lg.eq(move.main, NOTHING), lg.not_(move.checkpoint),
                           lg.not_(move.crash), lg.eq(move.cut, -1), lg.eq(move.channel, 0))
         self.assume(lg.implies(lg.not_(idle), nothing))
-        self.assume(lg.implies(idle, lg.ne(move.main, NOTHING)))
-        self.assume(lg.implies(lg.and_(idle, lg.not_(up)),
-                               lg.and_(lg.eq(move.main, RESTORE), lg.not_(move.checkpoint),
-                                       lg.not_(move.crash))))
-        self.assume(lg.implies(lg.and_(idle, up, move.crash),
-                               lg.and_(lg.eq(move.main, RESTORE), lg.lt(w["crashes"], self.f))))
+        # restores happen at epoch boundaries only; the operator idles while down
+        if boundary:
+            self.assume(lg.implies(lg.and_(idle, lg.not_(up)),
+                                   lg.and_(lg.eq(move.main, RESTORE),
+                                           lg.not_(move.checkpoint), lg.not_(move.crash))))
+            self.assume(lg.implies(lg.and_(idle, up, move.crash),
+                                   lg.and_(lg.eq(move.main, RESTORE),
+                                           lg.lt(w["crashes"], self.f))))
+        else:
+            self.assume(lg.implies(lg.not_(up), nothing))
+            self.assume(lg.not_(move.crash))
+            self.assume(lg.ne(move.main, RESTORE))
         self.assume(lg.implies(lg.and_(idle, up, lg.not_(move.crash)),
-                               lg.or_(lg.eq(move.main, DELIVER), lg.eq(move.main, END))))
+                               lg.ne(move.main, RESTORE)))
+        self.assume(lg.implies(lg.eq(move.main, NOTHING), nothing))
+        self.assume(lg.and_(lg.le(0, move.main), lg.le(move.main, NOTHING)))
         self.assume(lg.le(-1, move.cut))
         self.assume(lg.and_(lg.le(0, move.channel), lg.lt(move.channel, self.c)))
         info: dict[str, Sym] = {"idle": idle, "checkpoint": move.checkpoint,
@@ -514,7 +528,7 @@ class Machine:
         w.set("crashes", lg.add(w["crashes"], lg.ite(crashed, 1, 0)))
         self.reach["crash"] = lg.or_(self.reach["crash"], crashed)
         delivering = lg.and_(idle, lg.eq(move.main, DELIVER))
-        restoring = lg.and_(idle, lg.eq(move.main, RESTORE))
+        restoring = lg.and_(idle, lg.eq(move.main, RESTORE)) if boundary else False
         ending = lg.and_(idle, lg.eq(move.main, END))
         starts = lg.or_(delivering, restoring)
         self.assume(lg.implies(lg.le(0, move.cut),
@@ -645,7 +659,10 @@ class Machine:
         self.reach["crash"] = lg.or_(self.reach["crash"], reached)
         w.set("cut", -1, lg.or_(reached, macro_over))
         self.monitors_end(done)
+        info["padding"] = lg.and_(idle, lg.eq(move.main, NOTHING))
         self.decode.append(info)
+        if (t + 1) % self.epoch == 0:
+            self.after_epoch.append((w["phase"], w["up"]))
 
     def monitors_end(self, done: Sym) -> None:
         if lg._const(done) is False:
@@ -659,6 +676,31 @@ class Machine:
             self.micro_step(t)
 
     @property
+    def boundaries(self) -> set[int]:
+        """The micro-steps where a restore may happen: the start of each epoch after the
+        first (each crash is followed by a restore at the next boundary)."""
+        return {e * self.epoch for e in range(1, self.f + 1)}
+
+    def saturated(self) -> Sym:
+        """Some epoch used every micro-step without finishing its part of the run: the
+        unrolling may be too short for some scenario of the bound."""
+        out: Sym = False
+        for e in range(self.f + 1):
+            steps = self.decode[e * self.epoch:(e + 1) * self.epoch]
+            busy = lg.and_(*(lg.not_(i["padding"]) for i in steps))
+            phase, up = self.after_epoch[e]
+            if e == self.f:
+                spills = lg.ne(phase, DONE)
+            else:
+                following = self.decode[(e + 1) * self.epoch]
+                goes_on = lg.or_(lg.eq(following["main"], DELIVER),
+                                 lg.eq(following["main"], END))
+                spills = lg.and_(up, lg.or_(lg.eq(phase, ADVANCE),
+                                            lg.and_(lg.eq(phase, IDLE), goes_on)))
+            out = lg.or_(out, lg.and_(busy, spills))
+        return out
+
+    @property
     def finished(self) -> Sym:
         return lg.eq(self.world["phase"], DONE)
 
@@ -667,16 +709,13 @@ class Machine:
 
 
 def budget(contract: Contract, bound: BoundLike) -> int:
-    """Micro-steps enough for every scenario of the bound (``verify`` checks it)."""
-    n, k, f = bound.inputs, bound.keys, bound.crashes
-    deliveries = n * (f + 1)
-    moves = deliveries + f + 1
+    """Micro-steps per epoch (between two restores), enough for every scenario of the
+    bound: ``verify --check-budget`` proves it for a bound, the tests for small ones."""
+    n, k = bound.inputs, bound.keys
+    moves = n + 2  # a restore, every record, the end of input
     if not contract.wait:
         return moves
-    accepts = n * (f + 1)
-    divergences = k * f
-    finishes = deliveries + k * f + k + divergences
-    return moves + accepts + divergences + finishes + k + 1
+    return moves + n + 2 * k + n + 1
 
 
 # -- drivers -------------------------------------------------------------------------
@@ -684,42 +723,60 @@ def budget(contract: Contract, bound: BoundLike) -> int:
 
 def symbolic_shape(bound: BoundLike, solver_assume: Callable[[Sym], None]) -> Shape:
     n = bound.inputs
-    channel = [z3.Int(f"channel_{r}") for r in range(n)]
-    key = [z3.Int(f"key_{r}") for r in range(n)]
-    mode = [z3.Int(f"mode_{r}") for r in range(n)]
+    channel = [lg.int_var(f"channel_{r}") for r in range(n)]
+    key = [lg.int_var(f"key_{r}") for r in range(n)]
+    mode = [lg.int_var(f"mode_{r}") for r in range(n)]
     for r in range(n):
-        solver_assume(z3.And(0 <= channel[r], channel[r] < bound.channels))
-        solver_assume(z3.And(0 <= key[r], key[r] < bound.keys))
-        solver_assume(z3.And(0 <= mode[r], mode[r] <= 2))
+        solver_assume(z3.And(channel[r] >= 0, channel[r] < bound.channels))
+        solver_assume(z3.And(key[r] >= 0, key[r] < bound.keys))
+        solver_assume(z3.And(mode[r] >= 0, mode[r] <= 2))
     if n:
         solver_assume(channel[0] == 0)
         solver_assume(key[0] == 0)
     for r in range(1, n):
         solver_assume(z3.Or(*(channel[r] <= channel[q] + 1 for q in range(r))))
         solver_assume(z3.Or(*(key[r] <= key[q] + 1 for q in range(r))))
-    solver_assume(z3.Sum(*(z3.If(m == 0, 0, 1) for m in mode)) <= bound.changes
-                  if n else z3.BoolVal(True))
+    changed = lg.count([lg.ne(m, 0) for m in mode])
+    solver_assume(lg.lift_bool(lg.le(changed, bound.changes)))
     return Shape(list(channel), list(key), list(mode))
 
 
 def symbolic_env(t: int, idle: Sym) -> Move:
-    return Move(z3.Bool(f"t{t}_checkpoint"), z3.Bool(f"t{t}_crash"), z3.Int(f"t{t}_main"),
-                z3.Int(f"t{t}_channel"), z3.Int(f"t{t}_cut"))
+    return Move(z3.Bool(f"t{t}_checkpoint"), z3.Bool(f"t{t}_crash"), lg.int_var(f"t{t}_main"),
+                lg.int_var(f"t{t}_channel"), lg.int_var(f"t{t}_cut"))
 
 
 class ScheduleEnv:
-    """Feeds a concrete schedule (a list of moves) to the machine."""
+    """Feeds a concrete schedule (a list of moves) to the machine, idling until the
+    next epoch boundary before a restore."""
 
-    def __init__(self, moves: list[Move]) -> None:
+    def __init__(self, moves: list[Move], epoch: int) -> None:
         self.moves = list(moves)
+        self.epoch = epoch
         self.used = 0
 
     def __call__(self, t: int, idle: Sym) -> Move:
         if idle is True and self.used < len(self.moves):
             move = self.moves[self.used]
-            self.used += 1
-            return move
+            if move.main != RESTORE or (t > 0 and t % self.epoch == 0):
+                self.used += 1
+                return move
         return Move(False, False, NOTHING, 0, -1)
+
+
+def run_concrete(contract: Contract, bound: BoundLike, shape: Any, steps: Any,
+                 epoch: int | None = None) -> Machine:
+    """The machine driven by one scenario of the bound (a
+    :class:`replay_contract.model.bounded.Shape` and its schedule)."""
+    from replay_contract.model.bounded import record_name
+
+    channel_of = {record_name(r): shape.channel[r] for r in range(shape.inputs)}
+    epoch = epoch or budget(contract, bound)
+    env = ScheduleEnv(moves_of(steps, channel_of), epoch)
+    machine = Machine(contract, shape.agent, bound,
+                      concrete_shape(shape.channel, shape.key, shape.mode), env, epoch)
+    machine.run()
+    return machine
 
 
 def concrete_shape(channel: tuple[int, ...], key: tuple[int, ...],

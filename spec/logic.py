@@ -25,11 +25,29 @@ Sym = Any  # a Python value or a Z3 expression
 
 NONE: tuple[Any, ...] = ("none",)
 
+#: Integers are mathematical integers (``WIDTH = 0``) or signed bit-vectors of this
+#: width. Bit-vectors were measured slower on this encoding; they stay as an option.
+WIDTH = 0
+INT = z3.BitVecSort(WIDTH) if WIDTH else z3.IntSort()
+
 _TERM = z3.Datatype("Term")
 _TERM.declare("none")
-_TERM.declare("node", ("tag", z3.IntSort()), ("a", z3.IntSort()), ("b", z3.IntSort()),
-              ("c", _TERM), ("d", _TERM))
+_TERM.declare("node", ("tag", INT), ("a", INT), ("b", INT), ("c", _TERM), ("d", _TERM))
 Term = _TERM.create()
+
+
+def int_var(name: str) -> Any:
+    return z3.BitVec(name, WIDTH) if WIDTH else z3.Int(name)
+
+
+def int_const(x: int) -> Any:
+    return z3.BitVecVal(x, WIDTH) if WIDTH else z3.IntVal(x)
+
+
+def int_value(model: Any, x: Any) -> int:
+    """A (signed) integer out of a solver model."""
+    v = model.eval(x, model_completion=True)
+    return int(v.as_signed_long()) if WIDTH else int(v.as_long())
 
 
 def is_sym(x: Any) -> bool:
@@ -38,13 +56,13 @@ def is_sym(x: Any) -> bool:
 
 def node(tag: int, a: Sym, b: Sym, c: Sym = NONE, d: Sym = NONE) -> Sym:
     if any(is_sym(x) for x in (a, b, c, d)):
-        return Term.node(z3.IntVal(tag), lift_int(a), lift_int(b), lift_term(c),
+        return Term.node(int_const(tag), lift_int(a), lift_int(b), lift_term(c),
                          lift_term(d))
     return ("node", tag, a, b, c, d)
 
 
 def lift_int(x: Sym) -> Any:
-    return x if is_sym(x) else z3.IntVal(int(x))
+    return x if is_sym(x) else int_const(int(x))
 
 
 def lift_bool(x: Sym) -> Any:
@@ -63,8 +81,8 @@ def lift_term(x: Sym) -> Any:
             found = Term.none
         else:
             _, tag, a, b, c, d = x
-            found = Term.node(z3.IntVal(tag), z3.IntVal(a), z3.IntVal(b), lift_term(c),
-                              lift_term(d))
+            found = Term.node(int_const(tag), int_const(a),
+                              int_const(b), lift_term(c), lift_term(d))
         _LIFTED[x] = found
     return found
 
@@ -78,22 +96,19 @@ def _lift_like(x: Sym, other: Sym) -> Any:
         return z3.BoolVal(x)
     if is_sym(other) and other.sort() == z3.BoolSort():
         return z3.BoolVal(bool(x))
-    return z3.IntVal(int(x))
+    return int_const(int(x))
 
 
 def _const(x: Sym) -> bool | None:
     """``True``/``False`` when ``x`` is a known boolean, else ``None``."""
     if isinstance(x, bool):
         return x
-    if is_sym(x):
-        if z3.is_true(x):
-            return True
-        if z3.is_false(x):
-            return False
-    return None
+    return None  # the layer never builds a Z3 constant: constants stay Python values
 
 
 def same(a: Sym, b: Sym) -> bool:
+    if a is b:
+        return True
     if is_sym(a) and is_sym(b):
         return bool(a.eq(b))
     if is_sym(a) or is_sym(b):

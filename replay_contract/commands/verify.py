@@ -1,0 +1,124 @@
+"""``replay-contract verify``: bounded Z3 proofs of the properties, or counterexamples."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from replay_contract.cli import CommandError
+from replay_contract.commands.simulate import chosen_contracts
+from replay_contract.spec.bound import DEFAULT, BoundError, parse
+from replay_contract.spec.properties import PROPERTIES
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify", help="prove the properties of a contract up to a bound, or find a "
+        "counterexample",
+        description="Encode the operator under a contract symbolically and ask Z3, for "
+        "each property, whether any run within the bound breaks it. Each counterexample "
+        "is replayed through the model, written as a scenario file and shown as a table.")
+    p.add_argument("--contract", default="all",
+                   help="a contract name, a comma-separated list, or 'all' (default)")
+    p.add_argument("--contract-file", type=Path, metavar="FILE",
+                   help="a proposed contract as JSON ({\"based_on\": \"ordered\", ...})")
+    p.add_argument("--property", default="all",
+                   help="a property name, a comma-separated list, or 'all' (default)")
+    p.add_argument("--bound", default=str(DEFAULT),
+                   help=f"inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b] "
+                   f"(default {DEFAULT})")
+    p.add_argument("--out", type=Path, default=Path("out/counterexamples"),
+                   help="where counterexample scenarios are written "
+                   "(default out/counterexamples)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds per solver query before the verdict is unknown (default 600)")
+    p.add_argument("--no-reachability", action="store_true",
+                   help="skip the reachability (vacuity) checks")
+    p.add_argument("--check-budget", action="store_true",
+                   help="also prove that the unrolling is long enough for every scenario "
+                   "of the bound")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def properties(text: str) -> list[str]:
+    if text == "all":
+        return list(PROPERTIES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in PROPERTIES:
+            raise CommandError(f"unknown property {n!r} (known: {', '.join(PROPERTIES)})")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    from replay_contract.spec.verify import (
+        EncodingMismatch,
+        check_budget,
+        explanation_table,
+        verify_contract,
+        write_counterexample,
+    )
+
+    try:
+        bound = parse(args.bound)
+    except BoundError as exc:
+        raise CommandError(str(exc)) from None
+    props = properties(args.property)
+    chosen = chosen_contracts(args)
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr,
+                  flush=True)
+
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for contract in chosen:
+        try:
+            results = verify_contract(contract, bound, props, timeout=args.timeout,
+                                      reachability=not args.no_reachability,
+                                      progress=progress)
+        except EncodingMismatch as exc:
+            print(f"replay-contract verify: internal error: {exc}", file=sys.stderr)
+            return 3
+        budget = check_budget(contract, bound, args.timeout) if args.check_budget else None
+        for r in results:
+            if r.counterexample is not None:
+                write_counterexample(r, args.out)
+            data = r.to_json()
+            if budget is not None:
+                data["budget"] = budget
+            out.append(data)
+            hint = (f"--contract-file {args.contract_file}" if args.contract_file
+                    else f"--contract {r.contract}")
+            texts.append(_text(r, explanation_table(r), hint))
+        if not args.json:
+            reach = results[0].reachable if results else {}
+            texts.append("  reachable within the bound: "
+                         + ", ".join(f"{k} {v}" for k, v in reach.items())
+                         + (f"; unrolling {budget}" if budget else "") + "\n")
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        print(f"bound: {bound}\n")
+        print("\n".join(texts))
+    return 0
+
+
+def _text(r: Any, table: str, hint: str) -> str:
+    line = f"{r.contract:22} {r.property:22} {r.verdict:15} {r.seconds:7.1f} s"
+    if r.reason:
+        line += f"  ({r.reason})"
+    if r.counterexample is None:
+        return line
+    ce = r.counterexample
+    return (f"{line}\n  {ce.explanation}\n  scenario: {ce.path}  (replay: replay-contract "
+            f"simulate {ce.path} {hint})\n\n"
+            + "\n".join("    " + row for row in table.splitlines()) + "\n")

@@ -1,0 +1,97 @@
+"""The manifest of expected verdicts: ``spec/manifest.json``.
+
+One object per (contract, property): the bound, the expected verdict, the time budget in
+seconds and, for a counterexample, the scenario file (under ``spec/counterexamples/``)
+that ``simulate`` replays. ``status`` says how the verdict is established today:
+``verified`` (``verify`` reaches it within the budget, checked by
+``tests/spec/test_manifest.py``) or ``explorer-only`` (the exhaustive explorer of the
+model gives it at that bound, the symbolic proof does not finish within the budget yet).
+
+``python -m replay_contract.spec.manifest`` runs ``verify`` on every ``verified`` entry
+and reports any difference; ``--write`` rewrites the counterexample files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from replay_contract.model.contracts import CONTRACTS
+
+from .bound import Bound, parse
+
+ROOT = Path(__file__).resolve().parent
+PATH = ROOT / "manifest.json"
+
+
+@frozen
+class Expected:
+    contract: str
+    property: str
+    verdict: str
+    bound: Bound
+    budget: float
+    status: str
+    counterexample: str = ""
+
+
+def load(path: Path = PATH) -> list[Expected]:
+    data = json.loads(path.read_text())
+    out = []
+    for item in data["verdicts"]:
+        out.append(Expected(item["contract"], item["property"], item["verdict"],
+                            parse(item["bound"]), float(item["budget"]), item["status"],
+                            item.get("counterexample", "")))
+    return out
+
+
+def check(entries: list[Expected], write: bool = False) -> list[str]:
+    """Run ``verify`` on the ``verified`` entries; the differences, as lines."""
+    from .verify import verify_contract
+
+    problems = []
+    groups: dict[tuple[str, str], list[Expected]] = {}
+    for e in entries:
+        if e.status == "verified":
+            groups.setdefault((e.contract, str(e.bound)), []).append(e)
+    for (name, _), group in groups.items():
+        bound = group[0].bound
+        results = verify_contract(CONTRACTS[name], bound, [e.property for e in group],
+                                  timeout=max(e.budget for e in group))
+        for e, r in zip(group, results, strict=True):
+            if r.verdict != e.verdict:
+                problems.append(f"{name} / {e.property} at {bound}: expected {e.verdict}, "
+                                f"verify says {r.verdict} {r.reason}".rstrip())
+            elif r.seconds > e.budget:
+                problems.append(f"{name} / {e.property}: {r.seconds:.1f} s, over the budget "
+                                f"of {e.budget:g} s")
+            if write and r.counterexample is not None and e.counterexample:
+                r.counterexample.scenario.write(ROOT.parent / e.counterexample)
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m replay_contract.spec.manifest")
+    p.add_argument("--write", action="store_true", help="rewrite the counterexample files")
+    args = p.parse_args(argv)
+    problems = check(load(), write=args.write)
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
+
+
+def to_json(entries: list[Expected]) -> dict[str, Any]:
+    return {"verdicts": [{"contract": e.contract, "property": e.property,
+                          "verdict": e.verdict, "bound": str(e.bound), "budget": e.budget,
+                          "status": e.status, **({"counterexample": e.counterexample}
+                                                 if e.counterexample else {})}
+                         for e in entries]}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

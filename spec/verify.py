@@ -1,0 +1,306 @@
+"""Bounded proofs and counterexamples: the solver side of ``replay-contract verify``.
+
+For one contract and a bound, :func:`verify_contract` builds the encoding of
+:mod:`.encoding` once per agent of the bound and asks Z3, for each property, whether
+some run of the bound sets the property's flag. No such run: ``proved`` up to the
+bound. A run: it is decoded into a scenario (:class:`replay_contract.model.bounded.Shape`
+plus its schedule), replayed through the model, and reported as a ``counterexample``
+only when the model's trace breaks the same property; otherwise
+:class:`EncodingMismatch` is raised, loudly. The solver running out of time gives
+``unknown`` with Z3's reason.
+
+Next to the proofs, :func:`verify_contract` checks that the interesting behaviour is
+reachable within the bound (a crash, a restore, a reuse, a wait, an invalidation), and,
+on request, that the number of micro-steps unrolled is enough for every scenario of
+the bound (the machine always finishes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import z3
+from attrs import define, field, frozen
+
+from replay_contract.model import bounded
+from replay_contract.model.contracts import Contract
+from replay_contract.model.run import Run, simulate
+from replay_contract.model.scenario import Scenario, Step
+
+from . import encoding as enc
+from . import logic as lg
+from .bound import Bound
+from .properties import PROPERTIES, check, check_all
+
+VERDICTS = ("proved", "counterexample", "unknown")
+BEHAVIOURS = ("crash", "restore", "reuse", "wait", "invalidation")
+
+
+class EncodingMismatch(AssertionError):
+    """A counterexample of the encoding that the model does not reproduce: a bug."""
+
+
+@frozen
+class Counterexample:
+    scenario: Scenario
+    run: Run
+    explanation: str
+    path: Path | None = None
+
+
+@define
+class Result:
+    contract: str
+    property: str
+    verdict: str
+    bound: Bound
+    seconds: float
+    reason: str = ""
+    counterexample: Counterexample | None = None
+    reachable: dict[str, str] = field(factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "contract": self.contract,
+            "property": self.property,
+            "verdict": self.verdict,
+            "bound": str(self.bound),
+            "seconds": round(self.seconds, 3),
+        }
+        if self.reason:
+            data["reason"] = self.reason
+        if self.counterexample is not None:
+            data["counterexample"] = (str(self.counterexample.path)
+                                      if self.counterexample.path else None)
+            data["explanation"] = self.counterexample.explanation
+        data["reachable"] = self.reachable
+        return data
+
+
+Progress = Callable[[str], None]
+
+
+@define
+class Problem:
+    """The encoding of one contract and agent, with a solver holding it."""
+
+    contract: Contract
+    agent: str
+    bound: Bound
+    machine: enc.Machine
+    solver: z3.Solver
+    build_seconds: float
+
+
+def build(contract: Contract, agent: str, bound: Bound, finished: bool = True,
+          epoch: int | None = None) -> Problem:
+    started = time.monotonic()
+    solver = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr",
+                     "smt").solver()
+    shape = enc.symbolic_shape(bound, solver.add)
+    machine = enc.Machine(contract, agent, bound, shape, enc.symbolic_env,
+                          epoch if epoch is not None else enc.budget(contract, bound))
+    machine.run()
+    for a in machine.assumptions:
+        solver.add(a)
+    if finished:
+        solver.add(lg.lift_bool(machine.finished))
+    return Problem(contract, agent, bound, machine, solver, time.monotonic() - started)
+
+
+def _check(problem: Problem, goal: Any, timeout: float | None) -> tuple[z3.CheckSatResult,
+                                                                        str]:
+    solver = problem.solver
+    if timeout is not None:
+        solver.set("timeout", max(1, int(timeout * 1000)))
+    result = solver.check(lg.lift_bool(goal))
+    reason = solver.reason_unknown() if result == z3.unknown else ""
+    return result, reason
+
+
+# -- decoding and replay -------------------------------------------------------------
+
+
+def decode(problem: Problem, model: z3.ModelRef) -> tuple[bounded.Shape, list[Step]]:
+    """The scenario of a solver model: the shape and the schedule of moves."""
+    m, bound = problem.machine, problem.bound
+
+    def value(x: Any) -> Any:
+        if isinstance(x, bool | int):
+            return x
+        v = model.eval(x, model_completion=True)
+        if z3.is_true(v):
+            return True
+        if z3.is_false(v):
+            return False
+        return lg.int_value(model, x)
+
+    n = bound.inputs
+    names: tuple[bounded.Mode, ...] = ("same", "lost", "changed")
+    shape = bounded.Shape(tuple(value(c) for c in m.shape.channel),
+                          tuple(value(k) for k in m.shape.key),
+                          tuple(names[value(x)] for x in m.shape.mode), problem.agent)
+    steps: list[Step] = []
+    for info in m.decode:
+        if not value(info["idle"]):
+            continue
+        main = value(info["main"])
+        if main == enc.NOTHING:
+            continue
+        if value(info["checkpoint"]):
+            steps.append(Step("checkpoint"))
+        if value(info["crash"]):
+            steps.append(Step("crash"))
+        cut = value(info["cut"])
+        crash_after = None if cut < 0 else cut
+        if main == enc.DELIVER:
+            steps.append(Step("deliver", bounded.record_name(value(info["record"])),
+                              crash_after))
+        elif main == enc.RESTORE:
+            steps.append(Step("restore", None, crash_after))
+        else:
+            break
+    assert len(shape.channel) == n
+    return shape, steps
+
+
+def replay(problem: Problem, prop: str, shape: bounded.Shape, steps: Sequence[Step]
+           ) -> Counterexample:
+    """Run a decoded counterexample through the model; it must break ``prop``."""
+    name = f"{problem.contract.name}-{prop}"
+    description = (f"Counterexample found by verify at bound {problem.bound}: "
+                   f"{problem.contract.name} breaks {prop}.")
+    scenario = shape.scenario(steps, name, description)
+    try:
+        run = simulate(scenario, problem.contract)
+    except ValueError as exc:
+        raise EncodingMismatch(f"{name}: the model refuses the decoded schedule "
+                               f"{[str(s) for s in steps]} of {shape}: {exc}") from None
+    verdict = check(prop, run.trace)
+    if verdict.holds:
+        raise EncodingMismatch(f"{name}: the decoded run {[str(s) for s in steps]} of "
+                               f"{shape} does not break {prop} in the model")
+    small = shape.scenario(shrink(scenario, problem.contract, prop), name, description)
+    run = simulate(small, problem.contract)
+    verdict = check(prop, run.trace)
+    assert not verdict.holds
+    return Counterexample(small, run, verdict.explanation)
+
+
+def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:
+    """A shorter schedule that still breaks ``prop`` in the model (steps dropped one at
+    a time while the violation stays)."""
+    steps = list(scenario.schedule)
+
+    def breaks(candidate: list[Step]) -> bool:
+        try:
+            run = simulate(scenario.with_schedule(tuple(candidate)), contract)
+        except ValueError:
+            return False
+        return not check(prop, run.trace).holds
+
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(steps) - 1, -1, -1):
+            candidate = steps[:i] + steps[i + 1:]
+            if breaks(candidate):
+                steps, changed = candidate, True
+                break
+            if steps[i].crash_after is not None:
+                plain = [*steps[:i], Step(steps[i].kind, steps[i].record),
+                         Step("crash"), *steps[i + 1:]]
+                if steps[i].kind == "deliver" and breaks(plain):
+                    steps, changed = plain, True
+                    break
+    return steps
+
+
+# -- verifying a contract ------------------------------------------------------------
+
+
+def verify_contract(contract: Contract, bound: Bound, properties: Sequence[str] = PROPERTIES,
+                    timeout: float | None = 600.0, reachability: bool = True,
+                    progress: Progress | None = None) -> list[Result]:
+    """Every property of ``properties`` for one contract at one bound."""
+    say = progress or (lambda _: None)
+    results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
+    reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
+    for agent in bound.agents:
+        say(f"{contract.name}: encoding agent {agent!r} at {bound}")
+        problem = build(contract, agent, bound)
+        share = problem.build_seconds / max(len(properties), 1)
+        say(f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
+            f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s")
+        for prop in properties:
+            result = results[prop]
+            result.seconds += share
+            if result.verdict == "counterexample":
+                continue
+            started = time.monotonic()
+            outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout)
+            if outcome == z3.sat:
+                shape, steps = decode(problem, problem.solver.model())
+                result.counterexample = replay(problem, prop, shape, steps)
+                result.verdict = "counterexample"
+            elif outcome == z3.unknown:
+                result.verdict = "unknown"
+                result.reason = f"agent {agent}: {reason}"
+            result.seconds += time.monotonic() - started
+            say(f"{contract.name} / {prop} / {agent}: {result.verdict} "
+                f"({result.seconds:.1f} s)")
+        if reachability:
+            for behaviour in BEHAVIOURS:
+                if reach[behaviour] == "reached":
+                    continue
+                started = time.monotonic()
+                outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
+                if outcome == z3.sat:
+                    reach[behaviour] = "reached"
+                elif outcome == z3.unknown:
+                    reach[behaviour] = f"unknown ({reason})"
+                spent = time.monotonic() - started
+                for r in results.values():
+                    r.seconds += spent / len(results)
+    for r in results.values():
+        r.reachable = dict(reach)
+        missing = [b for b in ("crash", "restore") if reach[b] != "reached"]
+        if r.verdict == "proved" and reachability and missing:
+            r.verdict = "unknown"
+            r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
+    return list(results.values())
+
+
+def check_budget(contract: Contract, bound: Bound, timeout: float | None = None
+                 ) -> dict[str, str]:
+    """Per agent: whether every run of the bound finishes within the micro-steps
+    unrolled (``enough``), or not (``short``), or ``unknown``."""
+    out = {}
+    for agent in bound.agents:
+        problem = build(contract, agent, bound, finished=False)
+        outcome, reason = _check(problem, problem.machine.saturated(), timeout)
+        out[agent] = {z3.unsat: "enough", z3.sat: "short"}.get(outcome, f"unknown ({reason})")
+    return out
+
+
+def explanation_table(result: Result) -> str:
+    """The counterexample of a result as a readable table."""
+    from replay_contract.model.narrate import table
+
+    ce = result.counterexample
+    if ce is None:
+        return ""
+    witnesses = {v.property: v.witness for v in check_all(ce.run.trace) if not v.holds}
+    return table(ce.run.trace, witnesses)
+
+
+def write_counterexample(result: Result, folder: Path) -> Path:
+    ce = result.counterexample
+    assert ce is not None
+    path = folder / f"{result.contract}-{result.property}.json"
+    ce.scenario.write(path)
+    result.counterexample = Counterexample(ce.scenario, ce.run, ce.explanation, path)
+    return path

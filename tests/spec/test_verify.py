@@ -1,0 +1,98 @@
+"""``verify`` against the exhaustive explorer, and the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from attrs import evolve
+
+from replay_contract.cli import main
+from replay_contract.model import bounded
+from replay_contract.model.catalogue import resolve
+from replay_contract.model.contracts import CONTRACTS, ORDERED
+from replay_contract.model.mutants import MUTANTS
+from replay_contract.model.run import simulate
+from replay_contract.spec.bound import parse
+from replay_contract.spec.properties import check
+from replay_contract.spec.verify import verify_contract
+
+SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
+#: Contracts whose proofs finish in seconds at SMALL (those that never wait).
+FAST = {n: c for n, c in {**CONTRACTS, **MUTANTS}.items() if not c.wait}
+WAITING = {n: c for n, c in {**CONTRACTS, **MUTANTS}.items() if c.wait}
+
+
+def _agree(contract, bound) -> None:
+    results = verify_contract(contract, bound)
+    explored = bounded.explore(bound, contract)
+    for r in results:
+        assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
+        if r.counterexample is not None:
+            run = simulate(r.counterexample.scenario, contract)
+            assert not check(r.property, run.trace).holds
+    reached = {b for b, v in results[0].reachable.items() if v == "reached"}
+    assert reached == set(explored.reached)
+
+
+@pytest.mark.parametrize("name", list(FAST))
+def test_z3_and_explorer_agree(name: str) -> None:
+    _agree(FAST[name], SMALL)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="proofs of waiting contracts do not finish in the default "
+                   "timeout yet (see spec/manifest.json, status explorer-only)", strict=False)
+@pytest.mark.parametrize("name", list(WAITING))
+def test_z3_and_explorer_agree_waiting(name: str) -> None:
+    _agree(WAITING[name], parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful"))
+
+
+def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                    ) -> None:
+    status = main(["verify", "--contract", "seqnum", "--property", "complete-reuse",
+                   "--bound", str(SMALL), "--json", "--quiet", "--out", str(tmp_path)])
+    assert status == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["verdict"] == "counterexample"
+    assert {"contract", "property", "verdict", "bound", "seconds"} <= set(result)
+    path = Path(result["counterexample"])
+    assert path.exists()
+    status = main(["simulate", str(path), "--contract", "seqnum", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 0 and "complete-reuse" in summary["violations"]
+    # the reversed-interleaving shape: two channels, one key
+    scenario = resolve(str(path))
+    assert len(scenario.topology.channels) == 2 and len(scenario.topology.keys) == 1
+
+
+def test_cli_text_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["verify", "--contract", "stable-id", "--property", "no-stale-reuse", "--bound",
+          str(SMALL), "--quiet", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "counterexample" in out and "reused" in out and "replay-contract simulate" in out
+
+
+def test_proposed_contract_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    proposal = tmp_path / "proposal.json"
+    proposal.write_text(json.dumps({"name": "seqnum-masking", "based_on": "seqnum",
+                                    "on_miss": "nothing"}))
+    main(["verify", "--contract-file", str(proposal), "--property", "divergence-safeguard",
+          "--bound", str(SMALL), "--json", "--quiet", "--out", str(tmp_path)])
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["contract"] == "seqnum-masking"
+    assert result["verdict"] == "counterexample"
+
+
+def test_refused_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--bound", "inputs=x"]) == 2
+    assert main(["verify", "--property", "nonsense"]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_vacuous_bound_is_not_a_proof() -> None:
+    (r,) = verify_contract(evolve(ORDERED, wait=False, name="no-wait"),
+                           parse("inputs=1,channels=1,keys=1,crashes=0"), ["no-lost-input"])
+    assert r.verdict == "unknown" and "vacuous" in r.reason
