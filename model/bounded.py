@@ -334,8 +334,9 @@ def explore(
     )
 
 
-def random_run(shape: Shape, contract: Contract, bound: BoundLike,
-               choose: Callable[[int], int]) -> Node:
+def random_run(
+    shape: Shape, contract: Contract, bound: BoundLike, choose: Callable[[int], int]
+) -> Node:
     """One finished run of ``shape``: at each point, ``choose(n)`` picks one of the ``n``
     possible moves (a random walk of the schedule tree)."""
     scenario = shape.scenario(())

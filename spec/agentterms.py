@@ -42,9 +42,16 @@ class Plan:
         plan = list(agent.plan())
         names = sorted({f for _, a in plan for f in (*a.reads, *a.writes)})
         entries = tuple(
-            Entry(i, path, tuple(names.index(f) for f in a.reads),
-                  tuple(names.index(f) for f in a.writes), a.tools, a.output)
-            for i, (path, a) in enumerate(plan))
+            Entry(
+                i,
+                path,
+                tuple(names.index(f) for f in a.reads),
+                tuple(names.index(f) for f in a.writes),
+                a.tools,
+                a.output,
+            )
+            for i, (path, a) in enumerate(plan)
+        )
         return Plan(tuple(names), entries)
 
 
@@ -59,8 +66,7 @@ def _pack(values: tuple[Sym, ...]) -> tuple[Sym, Sym]:
     return values[0], lg.node(TAG_PACK, 0, 0, rest[0], rest[1])
 
 
-def write_term(entry: Entry, field: int, record: Sym, version: Sym,
-               reads: tuple[Sym, ...]) -> Sym:
+def write_term(entry: Entry, field: int, record: Sym, version: Sym, reads: tuple[Sym, ...]) -> Sym:
     c, d = _pack(reads)
     return lg.node(100 + 32 * entry.index + field, record, version, c, d)
 
@@ -75,8 +81,9 @@ def history_term(prefix: Sym, record: Sym, version: Sym) -> Sym:
     return lg.node(TAG_HISTORY, record, version, prefix, NONE)
 
 
-def run_input(plan: Plan, memory: list[Sym], record: Sym, version: Sym
-              ) -> tuple[list[Sym], list[Sym]]:
+def run_input(
+    plan: Plan, memory: list[Sym], record: Sym, version: Sym
+) -> tuple[list[Sym], list[Sym]]:
     """The failure-free run of one input: the memory after it and each entry's output
     (``NONE`` for an entry without output)."""
     mem = list(memory)

@@ -29,8 +29,11 @@ from replay_contract.model.contracts import CONTRACTS, contracts
 from .bound import parse
 from .verify import verify_contract
 
-KNOWN = (("seqnum", "complete-reuse"), ("stable-id", "no-stale-reuse"),
-         ("no-divergence-check", "divergence-safeguard"))
+KNOWN = (
+    ("seqnum", "complete-reuse"),
+    ("stable-id", "no-stale-reuse"),
+    ("no-divergence-check", "divergence-safeguard"),
+)
 
 
 def _say(message: str) -> None:
@@ -43,8 +46,14 @@ def proofs(names: str, bound: str, timeout: float) -> list[dict[str, Any]]:
         started = time.monotonic()
         results = verify_contract(c, parse(bound), timeout=timeout, reachability=False)
         total = time.monotonic() - started
-        out.append({"contract": c.name, "bound": bound, "seconds": round(total, 2),
-                    "verdicts": {r.property: r.verdict for r in results}})
+        out.append(
+            {
+                "contract": c.name,
+                "bound": bound,
+                "seconds": round(total, 2),
+                "verdicts": {r.property: r.verdict for r in results},
+            }
+        )
         _say(f"proofs {c.name} at {bound}: {total:.1f} s {out[-1]['verdicts']}")
     return out
 
@@ -53,12 +62,19 @@ def counterexamples(bound: str, timeout: float) -> list[dict[str, Any]]:
     out = []
     for name, prop in KNOWN:
         started = time.monotonic()
-        (r,) = verify_contract(CONTRACTS[name], parse(bound), [prop], timeout=timeout,
-                               reachability=False)
-        out.append({"contract": name, "property": prop, "bound": bound,
-                    "verdict": r.verdict, "seconds": round(time.monotonic() - started, 2)})
-        _say(f"counterexample {name}/{prop} at {bound}: {r.verdict} "
-             f"{out[-1]['seconds']} s")
+        (r,) = verify_contract(
+            CONTRACTS[name], parse(bound), [prop], timeout=timeout, reachability=False
+        )
+        out.append(
+            {
+                "contract": name,
+                "property": prop,
+                "bound": bound,
+                "verdict": r.verdict,
+                "seconds": round(time.monotonic() - started, 2),
+            }
+        )
+        _say(f"counterexample {name}/{prop} at {bound}: {r.verdict} {out[-1]['seconds']} s")
     return out
 
 
@@ -71,12 +87,21 @@ def versus_explorer(names: str, bound: str, timeout: float) -> list[dict[str, An
         z3_seconds = time.monotonic() - started
         explored = explore(b, c)
         agree = all(r.verdict == explored.verdict(r.property) for r in results)
-        out.append({"contract": c.name, "bound": bound, "z3_seconds": round(z3_seconds, 2),
-                    "explorer_seconds": round(explored.seconds, 2), "runs": explored.runs,
-                    "ratio": round(explored.seconds / max(z3_seconds, 1e-9), 2),
-                    "agree": agree})
-        _say(f"explorer {c.name} at {bound}: z3 {z3_seconds:.1f} s, explorer "
-             f"{explored.seconds:.1f} s over {explored.runs} runs, agree={agree}")
+        out.append(
+            {
+                "contract": c.name,
+                "bound": bound,
+                "z3_seconds": round(z3_seconds, 2),
+                "explorer_seconds": round(explored.seconds, 2),
+                "runs": explored.runs,
+                "ratio": round(explored.seconds / max(z3_seconds, 1e-9), 2),
+                "agree": agree,
+            }
+        )
+        _say(
+            f"explorer {c.name} at {bound}: z3 {z3_seconds:.1f} s, explorer "
+            f"{explored.seconds:.1f} s over {explored.runs} runs, agree={agree}"
+        )
     return out
 
 
@@ -89,24 +114,33 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
                 continue
             b = evolve(b0, **{dimension: getattr(b0, dimension) + extra})
             started = time.monotonic()
-            results = verify_contract(CONTRACTS[name], b, timeout=timeout,
-                                      reachability=False)
+            results = verify_contract(CONTRACTS[name], b, timeout=timeout, reachability=False)
             seconds = time.monotonic() - started
-            out.append({"contract": name, "dimension": dimension, "bound": str(b),
-                        "seconds": round(seconds, 2),
-                        "unknown": sum(r.verdict == "unknown" for r in results)})
+            out.append(
+                {
+                    "contract": name,
+                    "dimension": dimension,
+                    "bound": str(b),
+                    "seconds": round(seconds, 2),
+                    "unknown": sum(r.verdict == "unknown" for r in results),
+                }
+            )
             _say(f"growth {name} {dimension} {b}: {seconds:.1f} s")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m replay_contract.spec.bench",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        prog="python -m replay_contract.spec.bench",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
     p.add_argument("--bound", default="inputs=2,channels=2,keys=2,crashes=1")
     p.add_argument("--contracts", default="seqnum,stable-id,read-set,no-divergence-check")
-    p.add_argument("--ordered-bound", default="inputs=2,channels=2,keys=1,crashes=1",
-                   help="bound of the ordered proofs (the issue's goal: "
-                   "inputs=8,channels=3,keys=2,crashes=2)")
+    p.add_argument(
+        "--ordered-bound",
+        default="inputs=2,channels=2,keys=1,crashes=1",
+        help="bound of the ordered proofs (the issue's goal: inputs=8,channels=3,keys=2,crashes=2)",
+    )
     p.add_argument("--growth-contract", default="seqnum")
     p.add_argument("--growth-steps", type=int, default=1)
     p.add_argument("--timeout", type=float, default=120.0)
@@ -124,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if "explorer" in only:
         record["explorer"] = versus_explorer(args.contracts, args.bound, args.timeout)
     if "growth" in only:
-        record["growth"] = growth(args.growth_contract, args.bound, args.timeout,
-                                  args.growth_steps)
+        record["growth"] = growth(args.growth_contract, args.bound, args.timeout, args.growth_steps)
     print(json.dumps(record, indent=2) if args.json else _text(record))
     return 0
 

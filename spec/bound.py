@@ -27,8 +27,9 @@ class Bound:
     agents: tuple[str, ...] = tuple(AGENTS)
 
     def __str__(self) -> str:
-        text = (f"inputs={self.inputs},channels={self.channels},keys={self.keys},"
-                f"crashes={self.crashes}")
+        text = (
+            f"inputs={self.inputs},channels={self.channels},keys={self.keys},crashes={self.crashes}"
+        )
         if self.changes != 1:
             text += f",changes={self.changes}"
         if self.agents != tuple(AGENTS):
@@ -36,9 +37,14 @@ class Bound:
         return text
 
     def to_json(self) -> dict[str, object]:
-        return {"inputs": self.inputs, "channels": self.channels, "keys": self.keys,
-                "crashes": self.crashes, "changes": self.changes,
-                "agents": list(self.agents)}
+        return {
+            "inputs": self.inputs,
+            "channels": self.channels,
+            "keys": self.keys,
+            "crashes": self.crashes,
+            "changes": self.changes,
+            "agents": list(self.agents),
+        }
 
 
 DEFAULT = Bound()
@@ -60,13 +66,16 @@ def parse(text: str, base: Bound = DEFAULT) -> Bound:
             agents = tuple(a.strip() for a in value.split("+") if a.strip())
             unknown = [a for a in agents if a not in AGENTS]
             if unknown or not agents:
-                raise BoundError(f"bound: agents: unknown agent {unknown[0] if unknown else ''!r}"
-                                 f" (known: {', '.join(AGENTS)})")
+                raise BoundError(
+                    f"bound: agents: unknown agent {unknown[0] if unknown else ''!r}"
+                    f" (known: {', '.join(AGENTS)})"
+                )
             bound = evolve(bound, agents=agents)
             continue
         if name not in _NUMBERS:
-            raise BoundError(f"bound: unknown dimension {name!r} (known: "
-                             f"{', '.join((*_NUMBERS, 'agents'))})")
+            raise BoundError(
+                f"bound: unknown dimension {name!r} (known: {', '.join((*_NUMBERS, 'agents'))})"
+            )
         try:
             number = int(value)
         except ValueError:

@@ -72,8 +72,10 @@ class Cells:
             if not 0 <= i < shape[0]:
                 return default
             return lg.select(j, [self.values[(name, i, b)] for b in range(shape[1])], default)
-        rows = [lg.select(j, [self.values[(name, a, b)] for b in range(shape[1])], default)
-                for a in range(shape[0])]
+        rows = [
+            lg.select(j, [self.values[(name, a, b)] for b in range(shape[1])], default)
+            for a in range(shape[0])
+        ]
         return lg.select(i, rows, default)
 
     def cell(self, name: str, *index: int) -> Sym:
@@ -83,8 +85,7 @@ class Cells:
     def set(self, name: str, value: Sym, guard: Sym = True) -> None:
         self.values[(name,)] = lg.ite(guard, value, self.values[(name,)])
 
-    def put(self, name: str, i: Sym, value: Sym, guard: Sym = True,
-            j: Sym | None = None) -> None:
+    def put(self, name: str, i: Sym, value: Sym, guard: Sym = True, j: Sym | None = None) -> None:
         shape = self.shape[name]
         if lg._const(guard) is False:
             return

@@ -113,12 +113,12 @@ Env = Callable[[int, Sym], Move]
 
 
 class Machine:
-    def __init__(self, contract: Contract, agent: str, bound: BoundLike, shape: Shape,
-                 env: Env, epoch: int) -> None:
+    def __init__(
+        self, contract: Contract, agent: str, bound: BoundLike, shape: Shape, env: Env, epoch: int
+    ) -> None:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
-        self.n, self.c, self.k, self.f = bound.inputs, bound.channels, bound.keys, \
-            bound.crashes
+        self.n, self.c, self.k, self.f = bound.inputs, bound.channels, bound.keys, bound.crashes
         self.shape = shape
         self.env = env
         self.epoch = epoch
@@ -129,8 +129,9 @@ class Machine:
         self.time = 0
         self.volatile_at: dict[int, int] = {}
         self.decode: list[dict[str, Sym]] = []
-        self.reach: dict[str, Sym] = {n: False for n in
-                                      ("crash", "restore", "reuse", "wait", "invalidation")}
+        self.reach: dict[str, Sym] = {
+            n: False for n in ("crash", "restore", "reuse", "wait", "invalidation")
+        }
         n, k = self.n, self.k
         fields = max(len(self.plan.fields), 1)
         op = self.op = Cells()
@@ -195,8 +196,12 @@ class Machine:
         return lg.le(self.op["marker"], s.index)
 
     def valid(self, s: Slot) -> Sym:
-        return lg.and_(s.present, self.visible(s), lg.not_(s.voided),
-                       lg.not_(self.op.cell("volatile-voided", s.index)))
+        return lg.and_(
+            s.present,
+            self.visible(s),
+            lg.not_(s.voided),
+            lg.not_(self.op.cell("volatile-voided", s.index)),
+        )
 
     def new_slot(self, slot: Slot) -> Slot:
         self.slots.append(slot)
@@ -206,10 +211,14 @@ class Machine:
 
     def recovering(self, key: Sym) -> Sym:
         op = self.op
-        waiting = lg.or_(*(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], key))
-                           for r in range(self.n)))
-        return lg.or_(lg.lt(op.at("next", key), op.at("expected-end", key)), waiting,
-                      lg.le(0, op.at("diverge-at", key)))
+        waiting = lg.or_(
+            *(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], key)) for r in range(self.n))
+        )
+        return lg.or_(
+            lg.lt(op.at("next", key), op.at("expected-end", key)),
+            waiting,
+            lg.le(0, op.at("diverge-at", key)),
+        )
 
     def insert(self, key: Sym, guard: Sym, time: int) -> None:
         fresh = lg.and_(guard, lg.eq(self.op.at("inserted", key), ABSENT))
@@ -217,32 +226,44 @@ class Machine:
 
     # -- the store -------------------------------------------------------------------
 
-    def voids(self, s: Slot, target: Sym, position: Sym,
-              keep: tuple[Sym, Sym] | None) -> Sym:
+    def voids(self, s: Slot, target: Sym, position: Sym, keep: tuple[Sym, Sym] | None) -> Sym:
         """Whether an invalidation of ``target`` from ``position`` voids slot ``s``."""
         base = lg.and_(lg.eq(s.key, target), lg.le(position, s.position))
         if keep is None:
             return base
-        return lg.and_(base, lg.or_(lg.lt(position, s.position), lg.ne(s.record, keep[0]),
-                                    lg.ne(s.version, keep[1])))
+        return lg.and_(
+            base,
+            lg.or_(
+                lg.lt(position, s.position), lg.ne(s.record, keep[0]), lg.ne(s.version, keep[1])
+            ),
+        )
 
     def voids_some(self, target: Sym, position: Sym, keep: tuple[Sym, Sym] | None) -> Sym:
-        return lg.or_(*(lg.and_(self.valid(s), self.voids(s, target, position, keep))
-                        for s in self.slots if s.kind == "completion"))
+        return lg.or_(
+            *(
+                lg.and_(self.valid(s), self.voids(s, target, position, keep))
+                for s in self.slots
+                if s.kind == "completion"
+            )
+        )
 
     def view_ranks(self) -> list[Sym]:
         """Per key: where it first appears in the store's view (``ABSENT`` if not)."""
         ranks = []
         for k in range(self.k):
-            options = [(lg.and_(s.present, self.visible(s), lg.eq(s.key, k)),
-                        (2 * s.index + 1) * RANK) for s in self.slots]
+            options = [
+                (lg.and_(s.present, self.visible(s), lg.eq(s.key, k)), (2 * s.index + 1) * RANK)
+                for s in self.slots
+            ]
             ranks.append(lg.minimum(options, self.op.cell("volatile-rank", k)))
         return ranks
 
     def ordered_keys(self, ranks: list[Sym]) -> list[tuple[Sym, Sym]]:
         """The keys by rank: ``(key, present)`` for each place; absent ranks last."""
-        places = [lg.count([lg.lt(ranks[b], ranks[a]) for b in range(self.k) if b != a])
-                  for a in range(self.k)]
+        places = [
+            lg.count([lg.lt(ranks[b], ranks[a]) for b in range(self.k) if b != a])
+            for a in range(self.k)
+        ]
         out = []
         for j in range(self.k):
             key: Sym = 0
@@ -254,16 +275,27 @@ class Machine:
             out.append((key, present))
         return out
 
-    def find(self, key: Sym, entry: int, record: Sym, version: Sym, position: Sym,
-             reads: tuple[Sym, ...]) -> Found:
+    def find(
+        self, key: Sym, entry: int, record: Sym, version: Sym, position: Sym, reads: tuple[Sym, ...]
+    ) -> Found:
         match = self.contract.match
-        found = Found(False, dict.fromkeys(self.plan.entries[entry].writes, NONE), NONE,
-                      NONE, tuple(NONE for _ in reads), -1)
+        found = Found(
+            False,
+            dict.fromkeys(self.plan.entries[entry].writes, NONE),
+            NONE,
+            NONE,
+            tuple(NONE for _ in reads),
+            -1,
+        )
         for s in self.slots:
             if s.kind != "completion" or s.entry != entry:
                 continue
-            conds = [self.valid(s), lg.eq(s.key, key), lg.eq(s.record, record),
-                     lg.eq(s.version, version)]
+            conds = [
+                self.valid(s),
+                lg.eq(s.key, key),
+                lg.eq(s.record, record),
+                lg.eq(s.version, version),
+            ]
             if match == "position":
                 conds.append(lg.eq(s.position, position))
             if match == "reads":
@@ -275,18 +307,19 @@ class Machine:
             found.writes = {f: lg.ite(m, s.writes[f], v) for f, v in found.writes.items()}
             found.output = lg.ite(m, s.output, found.output)
             found.prefix = lg.ite(m, s.prefix, found.prefix)
-            found.reads = tuple(lg.ite(m, a, b) for a, b in
-                                zip(s.reads, found.reads, strict=True))
+            found.reads = tuple(lg.ite(m, a, b) for a, b in zip(s.reads, found.reads, strict=True))
             found.time = lg.ite(m, s.time, found.time)
         return found
 
-    def invalidate(self, happens: Sym, key: Sym, position: Sym,
-                   keep: tuple[Sym, Sym] | None) -> None:
+    def invalidate(
+        self, happens: Sym, key: Sym, position: Sym, keep: tuple[Sym, Sym] | None
+    ) -> None:
         c = self.contract
         if lg._const(happens) is False:
             return
-        targets = [(key, True)] if c.invalidation_scope == "key" else \
-            self.ordered_keys(self.view_ranks())
+        targets = (
+            [(key, True)] if c.invalidation_scope == "key" else self.ordered_keys(self.view_ranks())
+        )
         for target, present in targets:
             here = lg.and_(happens, present)
             some = self.voids_some(target, position, keep)
@@ -295,13 +328,18 @@ class Machine:
                 kept = self.effect(here)
                 self.new_slot(Slot(len(self.slots), "invalidation", kept, target, position))
                 for s in earlier:
-                    s.voided = lg.or_(s.voided, lg.and_(kept, self.voids(s, target,
-                                                                          position, keep)))
+                    s.voided = lg.or_(
+                        s.voided, lg.and_(kept, self.voids(s, target, position, keep))
+                    )
             else:
                 kept = lg.and_(here, self.live())
                 for s in earlier:
-                    self.op.put("volatile-voided", s.index, True,
-                                lg.and_(here, self.voids(s, target, position, keep)))
+                    self.op.put(
+                        "volatile-voided",
+                        s.index,
+                        True,
+                        lg.and_(here, self.voids(s, target, position, keep)),
+                    )
                 at = len(self.slots)
                 self.volatile_at[at] = self.volatile_at.get(at, -1) + 1
                 rank = 2 * at * RANK + min(self.volatile_at[at], RANK - 1)
@@ -311,8 +349,7 @@ class Machine:
             self.reach["invalidation"] = lg.or_(self.reach["invalidation"], kept)
             self.monitors.invalidate(kept, key, target, some)
 
-    def order_entry(self, happens: Sym, key: Sym, position: Sym, record: Sym,
-                    version: Sym) -> None:
+    def order_entry(self, happens: Sym, key: Sym, position: Sym, record: Sym, version: Sym) -> None:
         if lg._const(happens) is False:
             return
         kept = self.effect(happens)
@@ -335,8 +372,7 @@ class Machine:
         memory = [op.at("memory", key, f) for f in range(len(self.plan.fields))]
         ordered: Sym = lg.or_(recorded, c.record_order == "no")
         if c.record_order == "before-first-tool-call":
-            self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record,
-                             version)
+            self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record, version)
             ordered = True
         for entry in self.plan.entries:
             reads = tuple(memory[f] for f in entry.reads)
@@ -344,8 +380,9 @@ class Machine:
             hit = lg.and_(happens, found.any)
             miss = lg.and_(happens, lg.not_(found.any))
             reused = lg.and_(hit, self.live())
-            self.monitors.reuse(reused, key, position, reads, found.prefix, found.reads,
-                                found.time, prefix)
+            self.monitors.reuse(
+                reused, key, position, reads, found.prefix, found.reads, found.time, prefix
+            )
             self.reach["reuse"] = lg.or_(self.reach["reuse"], reused)
             self.tick()
             if c.on_miss == "invalidate":
@@ -359,9 +396,24 @@ class Machine:
             output = output_term(entry, record, version, reads) if entry.output else NONE
             carries = lg.and_(c.record_order == "with-first-completion", lg.not_(ordered))
             saved = self.effect(miss)
-            self.new_slot(Slot(len(self.slots), "completion", saved, key, position, record,
-                               version, entry.index, reads, writes, output, carries,
-                               prefix=prefix, time=self.tick()))
+            self.new_slot(
+                Slot(
+                    len(self.slots),
+                    "completion",
+                    saved,
+                    key,
+                    position,
+                    record,
+                    version,
+                    entry.index,
+                    reads,
+                    writes,
+                    output,
+                    carries,
+                    prefix=prefix,
+                    time=self.tick(),
+                )
+            )
             self.monitors.save(saved, record, version, entry.index)
             ordered = lg.or_(ordered, lg.and_(lg.not_(found.any), carries))
             for f in entry.writes:
@@ -371,8 +423,7 @@ class Machine:
                 self.monitors.output(lg.and_(happens, self.live()), key, entry.index, value)
                 self.tick()
         if c.record_order != "no":
-            self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record,
-                             version)
+            self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record, version)
         for f in range(len(self.plan.fields)):
             op.put("memory", key, memory[f], happens, f)
 
@@ -391,8 +442,11 @@ class Machine:
         if lg._const(happens) is False:
             return
         op = self.op
-        needed = [(lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.index)
-                  for s in self.slots if s.kind != "invalidation"]
+        needed = [
+            (lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.index)
+            for s in self.slots
+            if s.kind != "invalidation"
+        ]
         op.set("marker", lg.minimum(needed, len(self.slots)), happens)
         self.saved.assign(op, happens)
         self.tick()
@@ -400,15 +454,22 @@ class Machine:
     def recorded_order(self, key: int) -> tuple[list[Sym], list[Sym], list[Sym]]:
         """Per position: whether the store records an input there, which, which version."""
         has, records, versions = [], [], []
-        carriers = [s for s in self.slots if s.kind == "order"
-                    or (s.kind == "completion" and lg._const(s.order) is not False)]
+        carriers = [
+            s
+            for s in self.slots
+            if s.kind == "order" or (s.kind == "completion" and lg._const(s.order) is not False)
+        ]
         for q in range(self.n):
             h: Sym = False
             rec: Sym = -1
             ver: Sym = 0
             for s in carriers:
-                m = lg.and_(self.valid(s), s.order if s.kind == "completion" else True,
-                            lg.eq(s.key, key), lg.eq(s.position, q))
+                m = lg.and_(
+                    self.valid(s),
+                    s.order if s.kind == "completion" else True,
+                    lg.eq(s.key, key),
+                    lg.eq(s.position, q),
+                )
                 if lg._const(m) is False:
                     continue
                 h = lg.or_(h, m)
@@ -432,11 +493,17 @@ class Machine:
             return
         ranks = self.view_ranks()
         for k in range(self.k):
-            waits = lg.or_(*(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k))
-                             for r in range(self.n)))
-            ranks[k] = lg.ite(lg.lt(ranks[k], ABSENT), ranks[k],
-                              lg.ite(waits, lg.add(WAITING_ONLY, op.cell("inserted", k)),
-                                     ABSENT))
+            waits = lg.or_(
+                *(
+                    lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k))
+                    for r in range(self.n)
+                )
+            )
+            ranks[k] = lg.ite(
+                lg.lt(ranks[k], ABSENT),
+                ranks[k],
+                lg.ite(waits, lg.add(WAITING_ONLY, op.cell("inserted", k)), ABSENT),
+            )
         for k in range(self.k):
             included = lg.and_(happens, lg.lt(ranks[k], ABSENT))
             start = op.cell("next", k)
@@ -472,16 +539,23 @@ class Machine:
             first: Sym = -1
             for q in range(self.n - 1, -1, -1):
                 expected = op.at("expected", key, q)
-                cond = lg.and_(lg.le(start, q), lg.lt(q, end),
-                               lg.eq(self.channel_of(expected), self.channel_of(record)),
-                               lg.lt(expected, record),
-                               lg.not_(op.at("waiting", expected)))
+                cond = lg.and_(
+                    lg.le(start, q),
+                    lg.lt(q, end),
+                    lg.eq(self.channel_of(expected), self.channel_of(record)),
+                    lg.lt(expected, record),
+                    lg.not_(op.at("waiting", expected)),
+                )
                 first = lg.ite(cond, q, first)
             gives_up = lg.and_(happens, lg.le(0, first))
             op.put("expected-end", key, first, gives_up)
             old = op.at("diverge-at", key)
-            op.put("diverge-at", key,
-                   lg.ite(lg.or_(lg.lt(old, 0), lg.lt(first, old)), first, old), gives_up)
+            op.put(
+                "diverge-at",
+                key,
+                lg.ite(lg.or_(lg.lt(old, 0), lg.lt(first, old)), first, old),
+                gives_up,
+            )
         op.put("waiting", record, True, happens)
         op.put("waiting-since", record, self.tick(), happens)
         op.put("waiting-version", record, version, happens)
@@ -498,29 +572,46 @@ class Machine:
         move = self.env(t, idle)
         up = w["up"]
         boundary = t in self.boundaries
-        nothing = lg.and_(lg.eq(move.main, NOTHING), lg.not_(move.checkpoint),
-                          lg.not_(move.crash), lg.eq(move.cut, -1), lg.eq(move.channel, 0))
+        nothing = lg.and_(
+            lg.eq(move.main, NOTHING),
+            lg.not_(move.checkpoint),
+            lg.not_(move.crash),
+            lg.eq(move.cut, -1),
+            lg.eq(move.channel, 0),
+        )
         self.assume(lg.implies(lg.not_(idle), nothing))
         # restores happen at epoch boundaries only; the operator idles while down
         if boundary:
-            self.assume(lg.implies(lg.and_(idle, lg.not_(up)),
-                                   lg.and_(lg.eq(move.main, RESTORE),
-                                           lg.not_(move.checkpoint), lg.not_(move.crash))))
-            self.assume(lg.implies(lg.and_(idle, up, move.crash),
-                                   lg.and_(lg.eq(move.main, RESTORE),
-                                           lg.lt(w["crashes"], self.f))))
+            self.assume(
+                lg.implies(
+                    lg.and_(idle, lg.not_(up)),
+                    lg.and_(
+                        lg.eq(move.main, RESTORE), lg.not_(move.checkpoint), lg.not_(move.crash)
+                    ),
+                )
+            )
+            self.assume(
+                lg.implies(
+                    lg.and_(idle, up, move.crash),
+                    lg.and_(lg.eq(move.main, RESTORE), lg.lt(w["crashes"], self.f)),
+                )
+            )
         else:
             self.assume(lg.implies(lg.not_(up), nothing))
             self.assume(lg.not_(move.crash))
             self.assume(lg.ne(move.main, RESTORE))
-        self.assume(lg.implies(lg.and_(idle, up, lg.not_(move.crash)),
-                               lg.ne(move.main, RESTORE)))
+        self.assume(lg.implies(lg.and_(idle, up, lg.not_(move.crash)), lg.ne(move.main, RESTORE)))
         self.assume(lg.implies(lg.eq(move.main, NOTHING), nothing))
         self.assume(lg.and_(lg.le(0, move.main), lg.le(move.main, NOTHING)))
         self.assume(lg.le(-1, move.cut))
         self.assume(lg.and_(lg.le(0, move.channel), lg.lt(move.channel, self.c)))
-        info: dict[str, Sym] = {"idle": idle, "checkpoint": move.checkpoint,
-                                "crash": move.crash, "main": move.main, "cut": move.cut}
+        info: dict[str, Sym] = {
+            "idle": idle,
+            "checkpoint": move.checkpoint,
+            "crash": move.crash,
+            "main": move.main,
+            "cut": move.cut,
+        }
         # checkpoint and plain crash
         self.checkpoint(lg.and_(idle, up, move.checkpoint))
         crashed = lg.and_(idle, up, move.crash)
@@ -531,8 +622,7 @@ class Machine:
         restoring = lg.and_(idle, lg.eq(move.main, RESTORE)) if boundary else False
         ending = lg.and_(idle, lg.eq(move.main, END))
         starts = lg.or_(delivering, restoring)
-        self.assume(lg.implies(lg.le(0, move.cut),
-                               lg.and_(starts, lg.lt(w["crashes"], self.f))))
+        self.assume(lg.implies(lg.le(0, move.cut), lg.and_(starts, lg.lt(w["crashes"], self.f))))
         w.set("effects", 0, starts)
         w.set("cut", move.cut, starts)
         # deliver: the next record of the channel
@@ -541,8 +631,11 @@ class Machine:
             offset, high = op.cell("offset", ch), w.cell("high", ch)
             rec: Sym = -1
             for r in range(self.n - 1, -1, -1):
-                cand = lg.and_(lg.eq(self.shape.channel[r], ch), lg.le(offset, r),
-                               lg.not_(lg.and_(lg.lt(r, high), lg.eq(self.shape.mode[r], 1))))
+                cand = lg.and_(
+                    lg.eq(self.shape.channel[r], ch),
+                    lg.le(offset, r),
+                    lg.not_(lg.and_(lg.lt(r, high), lg.eq(self.shape.mode[r], 1))),
+                )
                 rec = lg.ite(cand, r, rec)
             nexts.append(rec)
             has_next.append(lg.le(0, rec))
@@ -550,8 +643,7 @@ class Machine:
         self.assume(lg.implies(delivering, lg.le(0, record)))
         high = lg.select(move.channel, [w.cell("high", ch) for ch in range(self.c)], 0)
         again = lg.lt(record, high)
-        self.assume(lg.implies(lg.and_(delivering, lg.not_(again)),
-                               lg.eq(record, w["delivered"])))
+        self.assume(lg.implies(lg.and_(delivering, lg.not_(again)), lg.eq(record, w["delivered"])))
         self.assume(lg.implies(ending, lg.not_(lg.or_(*has_next))))
         version = lg.ite(lg.and_(again, lg.eq(lg.select(record, self.shape.mode, 0), 2)), 1, 0)
         info["record"] = record
@@ -583,19 +675,24 @@ class Machine:
         stuck = lg.and_(adv, expecting, lg.not_(head_waits))
         pending_divergence = lg.le(0, op.at("diverge-at", k))
         late_divergence = lg.and_(adv, lg.not_(expecting), pending_divergence)
-        candidates = [lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k))
-                      for r in range(self.n)] if c.wait else [False] * self.n
-        since = lg.minimum([(candidates[r], op.cell("waiting-since", r))
-                            for r in range(self.n)], ABSENT)
+        candidates = (
+            [lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k)) for r in range(self.n)]
+            if c.wait
+            else [False] * self.n
+        )
+        since = lg.minimum(
+            [(candidates[r], op.cell("waiting-since", r)) for r in range(self.n)], ABSENT
+        )
         first: Sym = 0
         for r in range(self.n - 1, -1, -1):
-            first = lg.ite(lg.and_(candidates[r], lg.eq(op.cell("waiting-since", r), since)),
-                           r, first)
+            first = lg.ite(
+                lg.and_(candidates[r], lg.eq(op.cell("waiting-since", r), since)), r, first
+            )
         any_waiting = lg.or_(*candidates)
-        take_waiting = lg.and_(adv, lg.not_(expecting), lg.not_(pending_divergence),
-                               any_waiting)
-        drained = lg.and_(adv, lg.not_(expecting), lg.not_(pending_divergence),
-                          lg.not_(any_waiting))
+        take_waiting = lg.and_(adv, lg.not_(expecting), lg.not_(pending_divergence), any_waiting)
+        drained = lg.and_(
+            adv, lg.not_(expecting), lg.not_(pending_divergence), lg.not_(any_waiting)
+        )
         finished = lg.or_(stuck, drained)
         # after the loop
         after, arg = w["after"], w["after-arg"]
@@ -667,8 +764,10 @@ class Machine:
     def monitors_end(self, done: Sym) -> None:
         if lg._const(done) is False:
             return
-        memory = [[self.op.cell("memory", k, f) for f in range(len(self.plan.fields))]
-                  for k in range(self.k)]
+        memory = [
+            [self.op.cell("memory", k, f) for f in range(len(self.plan.fields))]
+            for k in range(self.k)
+        ]
         self.monitors.end(done, memory, self.shape.key)
 
     def run(self) -> None:
@@ -686,17 +785,17 @@ class Machine:
         unrolling may be too short for some scenario of the bound."""
         out: Sym = False
         for e in range(self.f + 1):
-            steps = self.decode[e * self.epoch:(e + 1) * self.epoch]
+            steps = self.decode[e * self.epoch : (e + 1) * self.epoch]
             busy = lg.and_(*(lg.not_(i["padding"]) for i in steps))
             phase, up = self.after_epoch[e]
             if e == self.f:
                 spills = lg.ne(phase, DONE)
             else:
                 following = self.decode[(e + 1) * self.epoch]
-                goes_on = lg.or_(lg.eq(following["main"], DELIVER),
-                                 lg.eq(following["main"], END))
-                spills = lg.and_(up, lg.or_(lg.eq(phase, ADVANCE),
-                                            lg.and_(lg.eq(phase, IDLE), goes_on)))
+                goes_on = lg.or_(lg.eq(following["main"], DELIVER), lg.eq(following["main"], END))
+                spills = lg.and_(
+                    up, lg.or_(lg.eq(phase, ADVANCE), lg.and_(lg.eq(phase, IDLE), goes_on))
+                )
             out = lg.or_(out, lg.and_(busy, spills))
         return out
 
@@ -742,8 +841,13 @@ def symbolic_shape(bound: BoundLike, solver_assume: Callable[[Sym], None]) -> Sh
 
 
 def symbolic_env(t: int, idle: Sym) -> Move:
-    return Move(z3.Bool(f"t{t}_checkpoint"), z3.Bool(f"t{t}_crash"), lg.int_var(f"t{t}_main"),
-                lg.int_var(f"t{t}_channel"), lg.int_var(f"t{t}_cut"))
+    return Move(
+        z3.Bool(f"t{t}_checkpoint"),
+        z3.Bool(f"t{t}_crash"),
+        lg.int_var(f"t{t}_main"),
+        lg.int_var(f"t{t}_channel"),
+        lg.int_var(f"t{t}_cut"),
+    )
 
 
 class ScheduleEnv:
@@ -764,8 +868,9 @@ class ScheduleEnv:
         return Move(False, False, NOTHING, 0, -1)
 
 
-def run_concrete(contract: Contract, bound: BoundLike, shape: Any, steps: Any,
-                 epoch: int | None = None) -> Machine:
+def run_concrete(
+    contract: Contract, bound: BoundLike, shape: Any, steps: Any, epoch: int | None = None
+) -> Machine:
     """The machine driven by one scenario of the bound (a
     :class:`replay_contract.model.bounded.Shape` and its schedule)."""
     from replay_contract.model.bounded import record_name
@@ -773,14 +878,19 @@ def run_concrete(contract: Contract, bound: BoundLike, shape: Any, steps: Any,
     channel_of = {record_name(r): shape.channel[r] for r in range(shape.inputs)}
     epoch = epoch or budget(contract, bound)
     env = ScheduleEnv(moves_of(steps, channel_of), epoch)
-    machine = Machine(contract, shape.agent, bound,
-                      concrete_shape(shape.channel, shape.key, shape.mode), env, epoch)
+    machine = Machine(
+        contract,
+        shape.agent,
+        bound,
+        concrete_shape(shape.channel, shape.key, shape.mode),
+        env,
+        epoch,
+    )
     machine.run()
     return machine
 
 
-def concrete_shape(channel: tuple[int, ...], key: tuple[int, ...],
-                   mode: tuple[str, ...]) -> Shape:
+def concrete_shape(channel: tuple[int, ...], key: tuple[int, ...], mode: tuple[str, ...]) -> Shape:
     codes = {"same": 0, "lost": 1, "changed": 2}
     return Shape(list(channel), list(key), [codes[m] for m in mode])
 

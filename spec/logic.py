@@ -56,8 +56,7 @@ def is_sym(x: Any) -> bool:
 
 def node(tag: int, a: Sym, b: Sym, c: Sym = NONE, d: Sym = NONE) -> Sym:
     if any(is_sym(x) for x in (a, b, c, d)):
-        return Term.node(int_const(tag), lift_int(a), lift_int(b), lift_term(c),
-                         lift_term(d))
+        return Term.node(int_const(tag), lift_int(a), lift_int(b), lift_term(c), lift_term(d))
     return ("node", tag, a, b, c, d)
 
 
@@ -81,8 +80,9 @@ def lift_term(x: Sym) -> Any:
             found = Term.none
         else:
             _, tag, a, b, c, d = x
-            found = Term.node(int_const(tag), int_const(a),
-                              int_const(b), lift_term(c), lift_term(d))
+            found = Term.node(
+                int_const(tag), int_const(a), int_const(b), lift_term(c), lift_term(d)
+            )
         _LIFTED[x] = found
     return found
 

@@ -44,9 +44,17 @@ def load(path: Path = PATH) -> list[Expected]:
     data = json.loads(path.read_text())
     out = []
     for item in data["verdicts"]:
-        out.append(Expected(item["contract"], item["property"], item["verdict"],
-                            parse(item["bound"]), float(item["budget"]), item["status"],
-                            item.get("counterexample", "")))
+        out.append(
+            Expected(
+                item["contract"],
+                item["property"],
+                item["verdict"],
+                parse(item["bound"]),
+                float(item["budget"]),
+                item["status"],
+                item.get("counterexample", ""),
+            )
+        )
     return out
 
 
@@ -61,15 +69,22 @@ def check(entries: list[Expected], write: bool = False) -> list[str]:
             groups.setdefault((e.contract, str(e.bound)), []).append(e)
     for (name, _), group in groups.items():
         bound = group[0].bound
-        results = verify_contract(CONTRACTS[name], bound, [e.property for e in group],
-                                  timeout=max(e.budget for e in group))
+        results = verify_contract(
+            CONTRACTS[name],
+            bound,
+            [e.property for e in group],
+            timeout=max(e.budget for e in group),
+        )
         for e, r in zip(group, results, strict=True):
             if r.verdict != e.verdict:
-                problems.append(f"{name} / {e.property} at {bound}: expected {e.verdict}, "
-                                f"verify says {r.verdict} {r.reason}".rstrip())
+                problems.append(
+                    f"{name} / {e.property} at {bound}: expected {e.verdict}, "
+                    f"verify says {r.verdict} {r.reason}".rstrip()
+                )
             elif r.seconds > e.budget:
-                problems.append(f"{name} / {e.property}: {r.seconds:.1f} s, over the budget "
-                                f"of {e.budget:g} s")
+                problems.append(
+                    f"{name} / {e.property}: {r.seconds:.1f} s, over the budget of {e.budget:g} s"
+                )
             if write and r.counterexample is not None and e.counterexample:
                 r.counterexample.scenario.write(ROOT.parent / e.counterexample)
     return problems
@@ -86,11 +101,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def to_json(entries: list[Expected]) -> dict[str, Any]:
-    return {"verdicts": [{"contract": e.contract, "property": e.property,
-                          "verdict": e.verdict, "bound": str(e.bound), "budget": e.budget,
-                          "status": e.status, **({"counterexample": e.counterexample}
-                                                 if e.counterexample else {})}
-                         for e in entries]}
+    return {
+        "verdicts": [
+            {
+                "contract": e.contract,
+                "property": e.property,
+                "verdict": e.verdict,
+                "bound": str(e.bound),
+                "budget": e.budget,
+                "status": e.status,
+                **({"counterexample": e.counterexample} if e.counterexample else {}),
+            }
+            for e in entries
+        ]
+    }
 
 
 if __name__ == "__main__":

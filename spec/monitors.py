@@ -41,8 +41,9 @@ def flag(name: str) -> str:
 
 
 class Monitors:
-    def __init__(self, plan: Plan, inputs: int, keys: int, basis: str,
-                 op: Cells, world: Cells) -> None:
+    def __init__(
+        self, plan: Plan, inputs: int, keys: int, basis: str, op: Cells, world: Cells
+    ) -> None:
         self.plan, self.inputs, self.keys, self.basis = plan, inputs, keys, basis
         self.op, self.world = op, world
         fields = len(plan.fields)
@@ -77,8 +78,9 @@ class Monitors:
     def deliver(self, kept: Sym, record: Sym) -> None:
         self.op.put("delivered", record, True, kept)
 
-    def accept(self, kept: Sym, key: Sym, position: Sym, record: Sym, version: Sym,
-               time: int) -> None:
+    def accept(
+        self, kept: Sym, key: Sym, position: Sym, record: Sym, version: Sym, time: int
+    ) -> None:
         op, world = self.op, self.world
         prefix = op.at("history", key)
         op.put("history", key, history_term(prefix, record, version), kept)
@@ -103,13 +105,22 @@ class Monitors:
         world.put("unclean", key, True, lg.and_(back, changed))
         world.put("outstanding", record, False, back)
 
-    def reuse(self, kept: Sym, key: Sym, position: Sym, reads: tuple[Sym, ...],
-              saved_prefix: Sym, saved_reads: tuple[Sym, ...], saved_time: Sym,
-              prefix_now: Sym) -> None:
+    def reuse(
+        self,
+        kept: Sym,
+        key: Sym,
+        position: Sym,
+        reads: tuple[Sym, ...],
+        saved_prefix: Sym,
+        saved_reads: tuple[Sym, ...],
+        saved_time: Sym,
+        prefix_now: Sym,
+    ) -> None:
         # no-stale-reuse
         if self.basis == "reads":
-            stale = lg.not_(lg.and_(*(lg.eq(a, b) for a, b in
-                                      zip(saved_reads, reads, strict=True))))
+            stale = lg.not_(
+                lg.and_(*(lg.eq(a, b) for a, b in zip(saved_reads, reads, strict=True)))
+            )
         else:
             stale = lg.ne(saved_prefix, prefix_now)
         self._break(NO_STALE_REUSE, lg.and_(kept, stale))
@@ -141,18 +152,17 @@ class Monitors:
         """Before the operator's state is replaced by the checkpoint's: the inputs
         accepted since the checkpoint are outstanding until they come back."""
         for r in range(self.inputs):
-            dead = lg.and_(happens, self.op.cell("accepted", r),
-                           lg.not_(saved.cell("accepted", r)))
+            dead = lg.and_(happens, self.op.cell("accepted", r), lg.not_(saved.cell("accepted", r)))
             self.world.put("outstanding", r, True, dead)
-            self.world.put("outstanding-version", r, self.op.cell("accepted-version", r),
-                           dead)
+            self.world.put("outstanding-version", r, self.op.cell("accepted-version", r), dead)
 
     def end(self, happens: Sym, memory: list[list[Sym]], key_of: list[Sym]) -> None:
         op, world = self.op, self.world
         # no-lost-input: every delivered input accepted exactly once (at most once is
         # all a timeline can hold), none accepted without being delivered
-        lost = lg.or_(*(lg.ne(op.cell("delivered", r), op.cell("accepted", r))
-                        for r in range(self.inputs)))
+        lost = lg.or_(
+            *(lg.ne(op.cell("delivered", r), op.cell("accepted", r)) for r in range(self.inputs))
+        )
         self._break(NO_LOST_INPUT, lg.and_(happens, lost))
         # equivalent-outcome
         differs = []
@@ -164,10 +174,15 @@ class Monitors:
         # complete-reuse: a repeated call for a key whose recorded inputs all came back
         unclean = []
         for k in range(self.keys):
-            left = lg.or_(*(lg.and_(world.cell("outstanding", r), lg.eq(key_of[r], k))
-                            for r in range(self.inputs)))
+            left = lg.or_(
+                *(
+                    lg.and_(world.cell("outstanding", r), lg.eq(key_of[r], k))
+                    for r in range(self.inputs)
+                )
+            )
             unclean.append(lg.or_(world.cell("unclean", k), left))
-        repeats = [lg.and_(world.cell("repeated", r),
-                           lg.not_(lg.select(key_of[r], unclean, True)))
-                   for r in range(self.inputs)]
+        repeats = [
+            lg.and_(world.cell("repeated", r), lg.not_(lg.select(key_of[r], unclean, True)))
+            for r in range(self.inputs)
+        ]
         self._break(COMPLETE_REUSE, lg.and_(happens, lg.or_(*repeats)))

@@ -73,8 +73,9 @@ class Result:
         if self.reason:
             data["reason"] = self.reason
         if self.counterexample is not None:
-            data["counterexample"] = (str(self.counterexample.path)
-                                      if self.counterexample.path else None)
+            data["counterexample"] = (
+                str(self.counterexample.path) if self.counterexample.path else None
+            )
             data["explanation"] = self.counterexample.explanation
         data["reachable"] = self.reachable
         return data
@@ -95,14 +96,20 @@ class Problem:
     build_seconds: float
 
 
-def build(contract: Contract, agent: str, bound: Bound, finished: bool = True,
-          epoch: int | None = None) -> Problem:
+def build(
+    contract: Contract, agent: str, bound: Bound, finished: bool = True, epoch: int | None = None
+) -> Problem:
     started = time.monotonic()
-    solver = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr",
-                     "smt").solver()
+    solver = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
     shape = enc.symbolic_shape(bound, solver.add)
-    machine = enc.Machine(contract, agent, bound, shape, enc.symbolic_env,
-                          epoch if epoch is not None else enc.budget(contract, bound))
+    machine = enc.Machine(
+        contract,
+        agent,
+        bound,
+        shape,
+        enc.symbolic_env,
+        epoch if epoch is not None else enc.budget(contract, bound),
+    )
     machine.run()
     for a in machine.assumptions:
         solver.add(a)
@@ -111,8 +118,7 @@ def build(contract: Contract, agent: str, bound: Bound, finished: bool = True,
     return Problem(contract, agent, bound, machine, solver, time.monotonic() - started)
 
 
-def _check(problem: Problem, goal: Any, timeout: float | None) -> tuple[z3.CheckSatResult,
-                                                                        str]:
+def _check(problem: Problem, goal: Any, timeout: float | None) -> tuple[z3.CheckSatResult, str]:
     solver = problem.solver
     if timeout is not None:
         solver.set("timeout", max(1, int(timeout * 1000)))
@@ -140,9 +146,12 @@ def decode(problem: Problem, model: z3.ModelRef) -> tuple[bounded.Shape, list[St
 
     n = bound.inputs
     names: tuple[bounded.Mode, ...] = ("same", "lost", "changed")
-    shape = bounded.Shape(tuple(value(c) for c in m.shape.channel),
-                          tuple(value(k) for k in m.shape.key),
-                          tuple(names[value(x)] for x in m.shape.mode), problem.agent)
+    shape = bounded.Shape(
+        tuple(value(c) for c in m.shape.channel),
+        tuple(value(k) for k in m.shape.key),
+        tuple(names[value(x)] for x in m.shape.mode),
+        problem.agent,
+    )
     steps: list[Step] = []
     for info in m.decode:
         if not value(info["idle"]):
@@ -157,8 +166,7 @@ def decode(problem: Problem, model: z3.ModelRef) -> tuple[bounded.Shape, list[St
         cut = value(info["cut"])
         crash_after = None if cut < 0 else cut
         if main == enc.DELIVER:
-            steps.append(Step("deliver", bounded.record_name(value(info["record"])),
-                              crash_after))
+            steps.append(Step("deliver", bounded.record_name(value(info["record"])), crash_after))
         elif main == enc.RESTORE:
             steps.append(Step("restore", None, crash_after))
         else:
@@ -167,22 +175,29 @@ def decode(problem: Problem, model: z3.ModelRef) -> tuple[bounded.Shape, list[St
     return shape, steps
 
 
-def replay(problem: Problem, prop: str, shape: bounded.Shape, steps: Sequence[Step]
-           ) -> Counterexample:
+def replay(
+    problem: Problem, prop: str, shape: bounded.Shape, steps: Sequence[Step]
+) -> Counterexample:
     """Run a decoded counterexample through the model; it must break ``prop``."""
     name = f"{problem.contract.name}-{prop}"
-    description = (f"Counterexample found by verify at bound {problem.bound}: "
-                   f"{problem.contract.name} breaks {prop}.")
+    description = (
+        f"Counterexample found by verify at bound {problem.bound}: "
+        f"{problem.contract.name} breaks {prop}."
+    )
     scenario = shape.scenario(steps, name, description)
     try:
         run = simulate(scenario, problem.contract)
     except ValueError as exc:
-        raise EncodingMismatch(f"{name}: the model refuses the decoded schedule "
-                               f"{[str(s) for s in steps]} of {shape}: {exc}") from None
+        raise EncodingMismatch(
+            f"{name}: the model refuses the decoded schedule "
+            f"{[str(s) for s in steps]} of {shape}: {exc}"
+        ) from None
     verdict = check(prop, run.trace)
     if verdict.holds:
-        raise EncodingMismatch(f"{name}: the decoded run {[str(s) for s in steps]} of "
-                               f"{shape} does not break {prop} in the model")
+        raise EncodingMismatch(
+            f"{name}: the decoded run {[str(s) for s in steps]} of "
+            f"{shape} does not break {prop} in the model"
+        )
     small = shape.scenario(shrink(scenario, problem.contract, prop), name, description)
     run = simulate(small, problem.contract)
     verdict = check(prop, run.trace)
@@ -206,13 +221,17 @@ def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:
     while changed:
         changed = False
         for i in range(len(steps) - 1, -1, -1):
-            candidate = steps[:i] + steps[i + 1:]
+            candidate = steps[:i] + steps[i + 1 :]
             if breaks(candidate):
                 steps, changed = candidate, True
                 break
             if steps[i].crash_after is not None:
-                plain = [*steps[:i], Step(steps[i].kind, steps[i].record),
-                         Step("crash"), *steps[i + 1:]]
+                plain = [
+                    *steps[:i],
+                    Step(steps[i].kind, steps[i].record),
+                    Step("crash"),
+                    *steps[i + 1 :],
+                ]
                 if steps[i].kind == "deliver" and breaks(plain):
                     steps, changed = plain, True
                     break
@@ -222,9 +241,14 @@ def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:
 # -- verifying a contract ------------------------------------------------------------
 
 
-def verify_contract(contract: Contract, bound: Bound, properties: Sequence[str] = PROPERTIES,
-                    timeout: float | None = 600.0, reachability: bool = True,
-                    progress: Progress | None = None) -> list[Result]:
+def verify_contract(
+    contract: Contract,
+    bound: Bound,
+    properties: Sequence[str] = PROPERTIES,
+    timeout: float | None = 600.0,
+    reachability: bool = True,
+    progress: Progress | None = None,
+) -> list[Result]:
     """Every property of ``properties`` for one contract at one bound."""
     say = progress or (lambda _: None)
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
@@ -233,8 +257,10 @@ def verify_contract(contract: Contract, bound: Bound, properties: Sequence[str] 
         say(f"{contract.name}: encoding agent {agent!r} at {bound}")
         problem = build(contract, agent, bound)
         share = problem.build_seconds / max(len(properties), 1)
-        say(f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
-            f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s")
+        say(
+            f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
+            f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
+        )
         for prop in properties:
             result = results[prop]
             result.seconds += share
@@ -250,8 +276,7 @@ def verify_contract(contract: Contract, bound: Bound, properties: Sequence[str] 
                 result.verdict = "unknown"
                 result.reason = f"agent {agent}: {reason}"
             result.seconds += time.monotonic() - started
-            say(f"{contract.name} / {prop} / {agent}: {result.verdict} "
-                f"({result.seconds:.1f} s)")
+            say(f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)")
         if reachability:
             for behaviour in BEHAVIOURS:
                 if reach[behaviour] == "reached":
@@ -274,8 +299,7 @@ def verify_contract(contract: Contract, bound: Bound, properties: Sequence[str] 
     return list(results.values())
 
 
-def check_budget(contract: Contract, bound: Bound, timeout: float | None = None
-                 ) -> dict[str, str]:
+def check_budget(contract: Contract, bound: Bound, timeout: float | None = None) -> dict[str, str]:
     """Per agent: whether every run of the bound finishes within the micro-steps
     unrolled (``enough``), or not (``short``), or ``unknown``."""
     out = {}

@@ -17,30 +17,53 @@ from replay_contract.spec.properties import PROPERTIES
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "verify", help="prove the properties of a contract up to a bound, or find a "
-        "counterexample",
+        "verify",
+        help="prove the properties of a contract up to a bound, or find a counterexample",
         description="Encode the operator under a contract symbolically and ask Z3, for "
         "each property, whether any run within the bound breaks it. Each counterexample "
-        "is replayed through the model, written as a scenario file and shown as a table.")
-    p.add_argument("--contract", default="all",
-                   help="a contract name, a comma-separated list, or 'all' (default)")
-    p.add_argument("--contract-file", type=Path, metavar="FILE",
-                   help="a proposed contract as JSON ({\"based_on\": \"ordered\", ...})")
-    p.add_argument("--property", default="all",
-                   help="a property name, a comma-separated list, or 'all' (default)")
-    p.add_argument("--bound", default=str(DEFAULT),
-                   help=f"inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b] "
-                   f"(default {DEFAULT})")
-    p.add_argument("--out", type=Path, default=Path("out/counterexamples"),
-                   help="where counterexample scenarios are written "
-                   "(default out/counterexamples)")
-    p.add_argument("--timeout", type=float, default=600.0,
-                   help="seconds per solver query before the verdict is unknown (default 600)")
-    p.add_argument("--no-reachability", action="store_true",
-                   help="skip the reachability (vacuity) checks")
-    p.add_argument("--check-budget", action="store_true",
-                   help="also prove that the unrolling is long enough for every scenario "
-                   "of the bound")
+        "is replayed through the model, written as a scenario file and shown as a table.",
+    )
+    p.add_argument(
+        "--contract",
+        default="all",
+        help="a contract name, a comma-separated list, or 'all' (default)",
+    )
+    p.add_argument(
+        "--contract-file",
+        type=Path,
+        metavar="FILE",
+        help='a proposed contract as JSON ({"based_on": "ordered", ...})',
+    )
+    p.add_argument(
+        "--property",
+        default="all",
+        help="a property name, a comma-separated list, or 'all' (default)",
+    )
+    p.add_argument(
+        "--bound",
+        default=str(DEFAULT),
+        help=f"inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b] (default {DEFAULT})",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/counterexamples"),
+        help="where counterexample scenarios are written (default out/counterexamples)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds per solver query before the verdict is unknown (default 600)",
+    )
+    p.add_argument(
+        "--no-reachability", action="store_true", help="skip the reachability (vacuity) checks"
+    )
+    p.add_argument(
+        "--check-budget",
+        action="store_true",
+        help="also prove that the unrolling is long enough for every scenario of the bound",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -75,16 +98,20 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(message: str) -> None:
         if not args.quiet:
-            print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr,
-                  flush=True)
+            print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     out: list[dict[str, Any]] = []
     texts: list[str] = []
     for contract in chosen:
         try:
-            results = verify_contract(contract, bound, props, timeout=args.timeout,
-                                      reachability=not args.no_reachability,
-                                      progress=progress)
+            results = verify_contract(
+                contract,
+                bound,
+                props,
+                timeout=args.timeout,
+                reachability=not args.no_reachability,
+                progress=progress,
+            )
         except EncodingMismatch as exc:
             print(f"replay-contract verify: internal error: {exc}", file=sys.stderr)
             return 3
@@ -96,14 +123,20 @@ def run(args: argparse.Namespace) -> int:
             if budget is not None:
                 data["budget"] = budget
             out.append(data)
-            hint = (f"--contract-file {args.contract_file}" if args.contract_file
-                    else f"--contract {r.contract}")
+            hint = (
+                f"--contract-file {args.contract_file}"
+                if args.contract_file
+                else f"--contract {r.contract}"
+            )
             texts.append(_text(r, explanation_table(r), hint))
         if not args.json:
             reach = results[0].reachable if results else {}
-            texts.append("  reachable within the bound: "
-                         + ", ".join(f"{k} {v}" for k, v in reach.items())
-                         + (f"; unrolling {budget}" if budget else "") + "\n")
+            texts.append(
+                "  reachable within the bound: "
+                + ", ".join(f"{k} {v}" for k, v in reach.items())
+                + (f"; unrolling {budget}" if budget else "")
+                + "\n"
+            )
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -119,6 +152,9 @@ def _text(r: Any, table: str, hint: str) -> str:
     if r.counterexample is None:
         return line
     ce = r.counterexample
-    return (f"{line}\n  {ce.explanation}\n  scenario: {ce.path}  (replay: replay-contract "
-            f"simulate {ce.path} {hint})\n\n"
-            + "\n".join("    " + row for row in table.splitlines()) + "\n")
+    return (
+        f"{line}\n  {ce.explanation}\n  scenario: {ce.path}  (replay: replay-contract "
+        f"simulate {ce.path} {hint})\n\n"
+        + "\n".join("    " + row for row in table.splitlines())
+        + "\n"
+    )

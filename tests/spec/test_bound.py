@@ -13,8 +13,7 @@ def test_parse_and_print() -> None:
     assert parse("") == DEFAULT
 
 
-@pytest.mark.parametrize("text", ["inputs", "inputs=x", "colour=2", "inputs=0",
-                                  "agents=nobody"])
+@pytest.mark.parametrize("text", ["inputs", "inputs=x", "colour=2", "inputs=0", "agents=nobody"])
 def test_refused(text: str) -> None:
     with pytest.raises(BoundError):
         parse(text)

@@ -12,7 +12,8 @@ from replay_contract.spec.properties import PROPERTIES, check
 def test_manifest_covers_every_contract_and_property() -> None:
     entries = manifest.load()
     assert {(e.contract, e.property) for e in entries} == {
-        (c, p) for c in CONTRACTS for p in PROPERTIES}
+        (c, p) for c in CONTRACTS for p in PROPERTIES
+    }
     for e in entries:
         assert e.verdict in ("proved", "counterexample", "unknown")
         assert e.status in ("verified", "explorer-only")

