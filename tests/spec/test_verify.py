@@ -21,7 +21,6 @@ from replay_contract.spec.verify import verify_contract
 SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
 #: Contracts whose proofs finish in seconds at SMALL (those that never wait).
 FAST = {n: c for n, c in {**CONTRACTS, **MUTANTS}.items() if not c.wait}
-WAITING = {n: c for n, c in {**CONTRACTS, **MUTANTS}.items() if c.wait}
 
 
 def _agree(contract, bound) -> None:
