@@ -9,8 +9,7 @@ accepted; a cluster that does not answer is refused with one line.
 
 from __future__ import annotations
 
-import os
-
+from .address import server_address
 from .fluss_store import FlussBackend
 from .operator import RuntimeOperator
 from .store import StoreError, StoreUnavailable
@@ -26,17 +25,7 @@ class FlussUnavailable(StoreUnavailable):
 
 def bootstrap_address() -> str:
     """The bootstrap address of the cluster to use (see the module docstring)."""
-    address = os.environ.get(ENV, "").strip()
-    if not address:
-        from replay_contract.services import fluss as service
-
-        info = service.status()
-        if not info.get("running") or not info.get("bootstrap"):
-            raise FlussUnavailable(
-                "fluss: no cluster is running; start one with "
-                f"`replay-contract services up fluss` or set {ENV}"
-            )
-        address = str(info["bootstrap"])
+    address = server_address("fluss", ENV, FlussUnavailable, "cluster")
     host, _, port = address.rpartition(":")
     if host != LOOPBACK or not port.isdigit():
         raise StoreError(

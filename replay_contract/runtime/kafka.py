@@ -9,9 +9,9 @@ accepted; a broker that does not answer is refused with one line.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .address import server_address
 from .kafka_store import KafkaBackend, loopback_only
 from .operator import RuntimeOperator
 from .store import StoreUnavailable
@@ -26,18 +26,7 @@ class KafkaUnavailable(StoreUnavailable):
 
 def bootstrap_address() -> str:
     """The bootstrap address of the broker to use (see the module docstring)."""
-    address = os.environ.get(ENV, "").strip()
-    if not address:
-        from replay_contract.services import kafka as service
-
-        info = service.status()
-        if not info.get("running") or not info.get("bootstrap"):
-            raise KafkaUnavailable(
-                "kafka: no broker is running; start one with "
-                f"`replay-contract services up kafka` or set {ENV}"
-            )
-        address = str(info["bootstrap"])
-    return loopback_only(address)
+    return loopback_only(server_address("kafka", ENV, KafkaUnavailable, "broker"))
 
 
 def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
