@@ -1,16 +1,25 @@
-"""Faults against a real Fluss cluster: the TabletServer stopped and restarted mid-run.
+"""Faults against a real Fluss cluster: the TabletServer frozen mid-run, then resumed.
 
 These tests use a cluster of their own (``private_fluss``, started and stopped with
 ``replay-contract services up|down fluss`` in a temporary state folder), so the shared
-cluster is never disturbed. Only its TabletServer is stopped (by the pid the services
-command recorded) and started again with the command line the launcher uses, on the
-same port and data folder; ZooKeeper and the CoordinatorServer keep running.
+cluster is never disturbed. Its TabletServer is frozen with SIGSTOP (by the pid the
+services command recorded) and resumed with SIGCONT: to every client it is a server that
+stopped answering, with its writes still in flight. ZooKeeper and the CoordinatorServer
+keep running.
+
+Why not a restart: Fluss 0.9.1 with one TabletServer cannot shut it down cleanly (a
+controlled shutdown needs another server to lead its buckets), and after the unclean
+shutdown the restarted server rejected the old client's next batch
+(``OutOfOrderSequenceException``) and the client stalled; that is the server's and the
+client's behaviour, not the runtime's, and made the restart tests fail one run in two.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +46,9 @@ from replay_contract.services import fluss as service
 
 pytestmark = pytest.mark.fluss
 
+#: How long the tablet server stays frozen in an outage within the bound.
+PAUSE = 5.0
+
 
 class PrivateFluss:
     """A cluster in its own state folder; its TabletServer can be stopped and started."""
@@ -45,6 +57,7 @@ class PrivateFluss:
         self.env = {**os.environ, "REPLAY_CONTRACT_STATE": str(state)}
         self.directory = state / service.NAME
         self.bootstrap = ""
+        self.frozen = False
 
     def up(self) -> str:
         info = services_json("up", "fluss", env=self.env)
@@ -60,37 +73,20 @@ class PrivateFluss:
         assert state is not None
         return state
 
-    def stop_tablet(self) -> None:
-        state = self._state()
-        tablet = [common.Process.from_json(p) for p in state["processes"] if p["role"] == "tablet"]
-        assert tablet and common.stop_processes(tablet), "no tablet server was running"
+    def _tablet(self) -> common.Process:
+        tablets = [
+            common.Process.from_json(p) for p in self._state()["processes"] if p["role"] == "tablet"
+        ]
+        assert tablets and common.is_alive(tablets[0]), "no tablet server is running"
+        return tablets[0]
 
-    def start_tablet(self) -> None:
-        state = self._state()
-        java = common.find_java(17)
-        lib = common.resolve_classpath(service.NAME, service.COORDINATES, progress=False)
-        log = self.directory / "logs" / "tablet.log"
-        process = common.start_process(
-            "tablet",
-            service._argv(java, lib, self.directory, "tablet"),
-            cwd=self.directory,
-            log=log,
-        )
-        others = [p for p in state["processes"] if p["role"] != "tablet"]
-        common.write_state(self.directory, {**state, "processes": [*others, process.to_json()]})
-        common.wait_for_port(
-            state["ports"]["tablet"],
-            what="the Fluss tablet server",
-            process=process,
-            log=log,
-            timeout=120.0,
-        )
+    def freeze_tablet(self) -> None:
+        os.kill(self._tablet().pid, signal.SIGSTOP)
+        self.frozen = True
 
-    def tablet_running(self) -> bool:
-        return any(
-            p["role"] == "tablet" and common.is_alive(common.Process.from_json(p))
-            for p in self._state()["processes"]
-        )
+    def resume_tablet(self) -> None:
+        os.kill(self._tablet().pid, signal.SIGCONT)
+        self.frozen = False
 
 
 @pytest.fixture(scope="module")
@@ -106,13 +102,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateFluss]:
 @pytest.fixture
 def private(cluster: PrivateFluss) -> Iterator[PrivateFluss]:
     yield cluster
-    if not cluster.tablet_running():  # whatever a test left behind, the next one gets it up
-        cluster.start_tablet()
+    if cluster.frozen:  # whatever a test left behind, the next one gets it answering
+        cluster.resume_tablet()
 
 
 class _Outage:
-    """Delegates to the runtime; stops the tablet server just before delivering
-    ``before`` and starts it again in the background while that delivery waits."""
+    """Delegates to the runtime; freezes the tablet server just before delivering
+    ``before`` and resumes it in the background, ``pause`` seconds later, while that
+    delivery waits."""
 
     def __init__(self, impl: RuntimeOperator, cluster: PrivateFluss, before: str) -> None:
         self.impl, self.cluster, self.before = impl, cluster, before
@@ -123,10 +120,14 @@ class _Outage:
 
     def deliver(self, record: Any) -> None:
         if record.identity == self.before and self.restarted is None:
-            self.cluster.stop_tablet()
-            self.restarted = threading.Thread(target=self.cluster.start_tablet)
+            self.cluster.freeze_tablet()
+            self.restarted = threading.Thread(target=self._resume_later)
             self.restarted.start()
         self.impl.deliver(record)
+
+    def _resume_later(self) -> None:
+        time.sleep(PAUSE)
+        self.cluster.resume_tablet()
 
 
 def _log_entries(namespace: FlussNamespace) -> list[Any]:
@@ -138,7 +139,7 @@ def _log_entries(namespace: FlussNamespace) -> list[Any]:
 
 
 @pytest.mark.parametrize("contract", [ORDERED, SEQNUM], ids=lambda c: c.name)
-def test_a_tablet_restart_within_the_bound_goes_unnoticed(
+def test_a_tablet_outage_within_the_bound_goes_unnoticed(
     private: PrivateFluss, contract: Any
 ) -> None:
     scenario = builtin("reversed-interleaving")
@@ -160,7 +161,7 @@ def test_a_tablet_restart_within_the_bound_goes_unnoticed(
         backend.close()
 
 
-def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: PrivateFluss) -> None:
+def test_a_tablet_outage_past_the_bound_fails_clearly_then_recovers(private: PrivateFluss) -> None:
     scenario = builtin("reversed-interleaving")
     backend = FlussBackend(private.bootstrap, timeout=4.0)
     impl = RuntimeOperator(backend, keep_namespaces=True)
@@ -185,7 +186,7 @@ def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: Priva
     try:
         deliver("A")
         deliver("B")
-        private.stop_tablet()
+        private.freeze_tablet()
         with pytest.raises(StoreUnavailable) as failed:
             deliver("C")  # its tool call runs, the save is not acknowledged
         message = str(failed.value)
@@ -197,10 +198,10 @@ def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: Priva
         env.record(t.Restore(0))
         channels.restore()
         with pytest.raises(StoreUnavailable, match="within 4 s"):
-            impl.restore()  # still no tablet server: the restore gives up within the bound
+            impl.restore()  # the tablet server still does not answer: the restore gives up
         env.events.pop()
-        private.start_tablet()
-        backend.timeout = 60.0  # the restarted server takes a few seconds to serve again
+        private.resume_tablet()
+        backend.timeout = 60.0
         env.record(t.Restore(0))
         impl.restore()
         for identity in ("B", "A", "C", "D"):
@@ -214,8 +215,9 @@ def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: Priva
 
     # The same run in the model: the save of C's completion timed out, so its outcome is
     # unknown. Either it never landed (the crash came after the tool call, before the
-    # save) or it landed before the restore registered (the crash came after the save);
-    # one of the two runs must match exactly, events and log alike.
+    # save) or it landed before the restore registered (the crash came after the save,
+    # which the runtime could not report); one of the two runs must match exactly,
+    # events and log alike.
     outcomes = []
     for crash_after in (1, 2):
         equivalent = scenario.with_schedule(
@@ -231,6 +233,10 @@ def test_a_tablet_down_past_the_bound_fails_clearly_then_recovers(private: Priva
             )
         )
         expected = [e for _, events in reference_steps(equivalent, ORDERED) for e in events]
+        if crash_after == 2:  # the save landed, but unacknowledged: the runtime never saw it
+            crash = expected.index(t.Crash())
+            assert isinstance(expected[crash - 1], t.Save)
+            del expected[crash - 1]
         outcomes.append((expected, list(simulate(equivalent, ORDERED).world.store)))
     assert (env.events, entries) in outcomes
 
@@ -245,10 +251,10 @@ def test_a_timed_out_write_that_lands_later_is_read_the_same_by_every_client(
     assert isinstance(stalled, FlussStore)
     try:
         assert stalled.append([e[0]]) == [0]
-        private.stop_tablet()
+        private.freeze_tablet()
         with pytest.raises(StoreUnavailable, match="within 4 s"):
             stalled.append([e[1]])  # left pending in a client that stays open
-        private.start_tablet()
+        private.resume_tablet()
         backend.timeout = 60.0
         second = namespace.connect()
         ids = second.append([e[2]])
