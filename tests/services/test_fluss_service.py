@@ -1,6 +1,6 @@
 """``replay-contract services up|down|status fluss`` against a real one-node Fluss cluster.
 
-The session's cluster comes from the ``fluss_bootstrap`` fixture (``tests/fluss_fixtures.py``);
+The session's cluster comes from the ``fluss_bootstrap`` fixture (``tests/servers.py``);
 each test talks to it with the pyfluss client, whose API is asynchronous.
 """
 
@@ -33,15 +33,17 @@ CALL_TIMEOUT = 60.0
 @asynccontextmanager
 async def database(bootstrap: str) -> AsyncIterator[tuple[Any, str]]:
     """A connection and a fresh database in it, dropped with its tables afterwards."""
-    connection = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": bootstrap}))
+    connection = await bounded(
+        fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": bootstrap}))
+    )
     name = f"service_test_{uuid.uuid4().hex[:8]}"
     admin = connection.get_admin()
     try:
-        await admin.create_database(name)
+        await bounded(admin.create_database(name))
         yield connection, name
     finally:
-        await admin.drop_database(name, ignore_if_not_exists=True, cascade=True)
-        await connection.close()
+        await bounded(admin.drop_database(name, ignore_if_not_exists=True, cascade=True))
+        await bounded(connection.close())
 
 
 def bounded(call: Any) -> Any:
@@ -63,8 +65,8 @@ def test_primary_key_table_upsert_lookup_delete(fluss_bootstrap: str) -> None:
                 primary_keys=["state_key"],
             )
             admin = connection.get_admin()
-            await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2))
-            table = await connection.get_table(path)
+            await bounded(admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2)))
+            table = await bounded(connection.get_table(path))
             assert table.has_primary_key()
 
             writer = table.new_upsert().create_writer()
@@ -96,16 +98,16 @@ def test_log_table_append_and_scan_in_order(fluss_bootstrap: str) -> None:
                 pa.schema([pa.field("key", pa.string()), pa.field("seq", pa.int64())])
             )
             admin = connection.get_admin()
-            await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=1))
-            table = await connection.get_table(path)
+            await bounded(admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=1)))
+            table = await bounded(connection.get_table(path))
             async with table.new_append().create_writer() as writer:
                 for seq in range(5):
                     writer.append({"key": "agent-1", "seq": seq})
-            latest = await admin.list_offsets(path, [0], fluss.OffsetSpec.latest())
+            latest = await bounded(admin.list_offsets(path, [0], fluss.OffsetSpec.latest()))
             assert latest == {0: 5}
 
             async def scan(start: int, count: int) -> list[tuple[int, int]]:
-                scanner = await table.new_scan().create_log_scanner()
+                scanner = await bounded(table.new_scan().create_log_scanner())
                 scanner.subscribe(0, start)
                 seen: list[tuple[int, int]] = []
                 deadline = time.monotonic() + CALL_TIMEOUT
@@ -115,8 +117,8 @@ def test_log_table_append_and_scan_in_order(fluss_bootstrap: str) -> None:
                         seen.append((record.offset, record.row["seq"]))
                 return seen
 
-            assert await scan(fluss.EARLIEST_OFFSET, 5) == [(i, i) for i in range(5)]
-            assert await scan(3, 2) == [(3, 3), (4, 4)]
+            assert await bounded(scan(fluss.EARLIEST_OFFSET, 5)) == [(i, i) for i in range(5)]
+            assert await bounded(scan(3, 2)) == [(3, 3), (4, 4)]
 
     asyncio.run(scenario())
 
@@ -147,14 +149,14 @@ def test_up_status_down_of_a_separate_cluster(fluss_bootstrap: str, tmp_path: Pa
         assert Path(folder).is_relative_to(tmp_path)
 
     async def nodes() -> list[str]:
-        connection = await fluss.FlussConnection.create(
-            fluss.Config({"bootstrap.servers": status["bootstrap"]})
+        connection = await bounded(
+            fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": status["bootstrap"]}))
         )
         try:
             found = await bounded(connection.get_admin().get_server_nodes())
             return sorted(node.server_type for node in found)
         finally:
-            await connection.close()
+            await bounded(connection.close())
 
     assert asyncio.run(nodes()) == ["CoordinatorServer", "TabletServer"]
 
