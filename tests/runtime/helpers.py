@@ -1,12 +1,15 @@
-"""Shared helpers of the runtime tests: judging a run and sweeping crash points."""
+"""Shared helpers of the runtime tests: judging a run, sweeping crash points, and driving
+a runtime by hand."""
 
 from __future__ import annotations
 
 import random
 
 from replay_contract.conformance.channels import Channels
+from replay_contract.conformance.environment import SuiteEnvironment
 from replay_contract.conformance.judge import PASSED, Result, judge
 from replay_contract.conformance.reference import reference_steps
+from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Scenario, Step
 from replay_contract.model.trace import is_effect
@@ -59,3 +62,41 @@ def _rest(rng: random.Random, scenario: Scenario, head: tuple[Step, ...]) -> tup
         assert nxt is not None
         steps.append(Step("deliver", channels.deliver(nxt.identity).identity))
     return tuple(steps)
+
+
+class Quiet:
+    """An environment that answers tool calls and ignores outputs and reports."""
+
+    def tool(self, key, position, record, path, tool, reads):  # type: ignore[no-untyped-def]
+        return f"{tool}:{record.identity}"
+
+    def output(self, key, identity, path, value):  # type: ignore[no-untyped-def]
+        pass
+
+    def report(self, event):  # type: ignore[no-untyped-def]
+        pass
+
+
+class ByHand:
+    """Drives a runtime one delivery at a time, recording what the suite's runner would
+    record, so that a fault test can stop the server between two deliveries."""
+
+    def __init__(self, impl: RuntimeOperator, scenario: Scenario, contract: Contract) -> None:
+        self.impl, self.scenario = impl, scenario
+        self.env = SuiteEnvironment()
+        self.channels = Channels(scenario.topology)
+        impl.open(scenario.agent, scenario.topology, contract, self.env)
+
+    def deliver(self, identity: str) -> None:
+        record = self.channels.deliver(identity)
+        self.env.record(
+            t.Deliver(
+                record.identity,
+                record.key,
+                record.channel,
+                record.offset,
+                record.digest,
+                record.payload,
+            )
+        )
+        self.impl.deliver(record)

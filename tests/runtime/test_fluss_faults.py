@@ -27,9 +27,7 @@ from typing import Any
 import pytest
 from servers import run_services, services_json
 
-from replay_contract.conformance.channels import Channels
 from replay_contract.conformance.compare import first_difference
-from replay_contract.conformance.environment import SuiteEnvironment
 from replay_contract.conformance.reference import reference_steps
 from replay_contract.conformance.runner import end_memory, observe
 from replay_contract.model import trace as t
@@ -43,6 +41,8 @@ from replay_contract.runtime.operator import OperatorError, RuntimeOperator
 from replay_contract.runtime.store import StoreUnavailable
 from replay_contract.services import common
 from replay_contract.services import fluss as service
+
+from .helpers import ByHand
 
 pytestmark = pytest.mark.fluss
 
@@ -166,23 +166,8 @@ def test_a_tablet_outage_past_the_bound_fails_clearly_then_recovers(private: Pri
     scenario = builtin("reversed-interleaving")
     backend = FlussBackend(private.bootstrap, timeout=4.0)
     impl = RuntimeOperator(backend, keep_namespaces=True)
-    env = SuiteEnvironment()
-    channels = Channels(scenario.topology)
-    impl.open(scenario.agent, scenario.topology, ORDERED, env)
-
-    def deliver(identity: str) -> None:
-        record = channels.deliver(identity)
-        env.record(
-            t.Deliver(
-                record.identity,
-                record.key,
-                record.channel,
-                record.offset,
-                record.digest,
-                record.payload,
-            )
-        )
-        impl.deliver(record)
+    hand = ByHand(impl, scenario, ORDERED)
+    env, channels, deliver = hand.env, hand.channels, hand.deliver
 
     try:
         deliver("A")

@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from replay_contract.conformance.channels import Channels
 from replay_contract.conformance.compare import first_difference
-from replay_contract.conformance.environment import SuiteEnvironment
 from replay_contract.conformance.reference import reference_steps
 from replay_contract.conformance.runner import end_memory, observe
 from replay_contract.model import trace as t
@@ -27,6 +25,7 @@ from replay_contract.runtime.operator import OperatorError, RuntimeOperator
 from replay_contract.runtime.store import StoreUnavailable
 
 from .conftest import PrivateKafka
+from .helpers import ByHand
 
 pytestmark = pytest.mark.kafka
 
@@ -89,23 +88,8 @@ def test_a_broker_restart_within_the_bound_goes_unnoticed(
 def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: PrivateKafka) -> None:
     scenario = builtin("reversed-interleaving")
     impl = RuntimeOperator(KafkaBackend(broker.bootstrap, timeout=3.0), keep_namespaces=True)
-    env = SuiteEnvironment()
-    channels = Channels(scenario.topology)
-    impl.open(scenario.agent, scenario.topology, ORDERED, env)
-
-    def deliver(identity: str) -> None:
-        record = channels.deliver(identity)
-        env.record(
-            t.Deliver(
-                record.identity,
-                record.key,
-                record.channel,
-                record.offset,
-                record.digest,
-                record.payload,
-            )
-        )
-        impl.deliver(record)
+    hand = ByHand(impl, scenario, ORDERED)
+    env, channels, deliver = hand.env, hand.channels, hand.deliver
 
     deliver("A")
     deliver("B")
