@@ -19,7 +19,11 @@ def tool(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "args",
-    [("ruff", "check", "."), ("ruff", "format", "--check", "."), ("mypy",)],
+    [
+        ("ruff", "check", "--no-cache", "."),
+        ("ruff", "format", "--no-cache", "--check", "."),
+        ("mypy",),
+    ],
     ids=["ruff-check", "ruff-format", "mypy"],
 )
 def test_clean(args: tuple[str, ...]) -> None:
