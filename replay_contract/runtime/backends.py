@@ -3,7 +3,7 @@
 A backend module has a function ``backend() -> Backend`` (:class:`~.store.Backend`) that
 finds its server and refuses with a one-line :class:`~.store.StoreError` when it cannot
 reach it. Registering a name is one line here (or :func:`register` at run time): the
-Fluss store plugs in as ``replay_contract.runtime.fluss_store``.
+Fluss store plugs in as ``replay_contract.runtime.fluss``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .store import Backend
 BACKENDS: dict[str, str] = {
     "memory": "replay_contract.runtime.memory_store:backend",
     "kafka": "replay_contract.runtime.kafka:backend",
-    "fluss": "replay_contract.runtime.fluss_store:backend",
+    "fluss": "replay_contract.runtime.fluss:backend",
 }
 
 _registered: dict[str, Callable[[], Backend]] = {}

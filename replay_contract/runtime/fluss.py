@@ -10,7 +10,7 @@ accepted; a cluster that does not answer is refused with one line.
 from __future__ import annotations
 
 from .address import server_address
-from .fluss_store import FlussBackend
+from .fluss_backend import FlussBackend
 from .operator import RuntimeOperator
 from .store import StoreError, StoreUnavailable
 
@@ -39,7 +39,7 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT) -> None:
     (a port that is closed is refused before any client connects to it)."""
     from replay_contract.services.common import port_answers
 
-    from .fluss_store import Loop, client_config
+    from .fluss_client import Loop, client_config
 
     port = int(address.rpartition(":")[2])
     if not port_answers(port):

@@ -48,8 +48,8 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import fluss
 import pyarrow as pa
@@ -58,7 +58,16 @@ from attrs import define
 from replay_contract.model.store import Completion, Entry
 
 from . import codec
-from .store import ActionStateStore, RecordError, StoreError, StoreStats, StoreUnavailable
+from .fluss_client import (
+    ATTEMPT,
+    CLOSE_TIMEOUT,
+    RECONNECT_PAUSE,
+    RETRY_PAUSE,
+    Loop,
+    T,
+    client_config,
+)
+from .store import RecordError, StoreError, StoreStats, StoreUnavailable
 
 #: Version of the table layout (in the table names and in every row's ``schema``).
 TABLE_SCHEMA = 1
@@ -67,17 +76,6 @@ COMPLETIONS = f"completions_v{TABLE_SCHEMA}"
 WRITERS = f"writers_v{TABLE_SCHEMA}"
 LINEAGE = "log"
 BUCKET = 0
-RETRY_PAUSE = 0.2
-RECONNECT_PAUSE = 0.5
-CLOSE_TIMEOUT = 3.0
-#: Bound of one attempt of an operation that may safely run twice (a read, a lookup).
-ATTEMPT = 5.0
-#: Retries of one batch inside pyfluss (unbounded by default, and then a batch for a
-#: server that went away keeps a core busy); the store retries on its own.
-WRITER_RETRIES = 3
-#: How long a new table may take to get a leader, and how often it is created at most.
-TABLE_READY = 10.0
-TABLE_TRIES = 3
 POLL_MS = 100
 
 LOG_COLUMNS = pa.schema(
@@ -109,8 +107,6 @@ WRITER_COLUMNS = pa.schema(
     ]
 )
 
-T = TypeVar("T")
-
 
 def tables() -> dict[str, fluss.TableDescriptor]:
     """The descriptors of a namespace's tables, by name."""
@@ -125,89 +121,6 @@ def tables() -> dict[str, fluss.TableDescriptor]:
             bucket_keys=["lineage"],
         ),
     }
-
-
-def client_config(bootstrap: str) -> fluss.Config:
-    config = fluss.Config({"bootstrap.servers": bootstrap})
-    config.writer_batch_timeout_ms = 0  # the runtime waits for every batch anyway
-    config.writer_acks = "all"
-    config.writer_retries = WRITER_RETRIES
-    return config
-
-
-class Loop:
-    """A private event loop that runs pyfluss coroutines to completion, each bounded."""
-
-    def __init__(self, where: str) -> None:
-        self.where = where
-        self._loop: asyncio.AbstractEventLoop | None = asyncio.new_event_loop()
-
-    def run(self, make: Callable[[], Coroutine[Any, Any, T]], timeout: float, what: str) -> T:
-        """``make()`` run within ``timeout`` seconds; :class:`StoreUnavailable` past it."""
-        if self._loop is None:
-            raise StoreError(f"{self.where}: the client is closed")
-
-        async def bounded() -> T:
-            return await asyncio.wait_for(make(), max(timeout, 0.01))
-
-        try:
-            return self._loop.run_until_complete(bounded())
-        except TimeoutError:
-            raise StoreUnavailable(
-                f"{self.where}: {what} did not finish within {timeout:.0f} s"
-            ) from None
-
-    def retrying(
-        self,
-        make: Callable[[], Coroutine[Any, Any, T]],
-        deadline: float,
-        what: str,
-        timeout: float,
-        attempt: float | None = None,
-        again: Callable[[bool], None] | None = None,
-    ) -> T:
-        """``make()`` again after each :class:`fluss.FlussError` until ``deadline``; with
-        ``attempt``, also after an attempt that takes longer than that (only for what may
-        safely run twice). ``again(timed_out)`` runs before each retry."""
-        while True:
-            remaining = deadline - time.monotonic()
-            timed_out = False
-            try:
-                return self.run(make, min(remaining, attempt or remaining), what)
-            except fluss.FlussError as exc:
-                why = one_line(exc)
-            except StoreUnavailable as exc:
-                timed_out = True
-                if attempt is None or remaining <= attempt:
-                    raise StoreUnavailable(
-                        f"{self.where}: {what} did not finish within {timeout:.0f} s"
-                    ) from None
-                why = str(exc)
-            if time.monotonic() + RETRY_PAUSE >= deadline:
-                raise StoreUnavailable(
-                    f"{self.where}: {what} failed within {timeout:.0f} s ({why})"
-                ) from None
-            time.sleep(RETRY_PAUSE)
-            if again is not None:
-                again(timed_out)
-
-    def close(self, closing: Callable[[], Awaitable[None]] | None = None) -> None:
-        if self._loop is None:
-            return
-        if closing is not None:
-
-            async def close() -> None:
-                await closing()
-
-            with contextlib.suppress(Exception):
-                self._loop.run_until_complete(asyncio.wait_for(close(), CLOSE_TIMEOUT))
-        self._loop.close()
-        self._loop = None
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]
 
 
 @define
@@ -563,140 +476,3 @@ def _cutoffs(generations: dict[int, int]) -> dict[int, int]:
         start = generations[generation]
         later = start if later is None else min(later, start)
     return cutoff
-
-
-class FlussNamespace:
-    """One database of store tables."""
-
-    def __init__(self, backend: FlussBackend, database: str) -> None:
-        self.backend, self.database = backend, database
-        self.name = database
-
-    def connect(self) -> ActionStateStore:
-        return FlussStore(self.backend.bootstrap, self.database, timeout=self.backend.timeout)
-
-    def drop(self) -> None:
-        self.backend.drop_database(self.database)
-
-
-class FlussBackend:
-    """Store databases on one cluster; ``namespace()`` creates a new database per run."""
-
-    name = "fluss"
-
-    def __init__(self, bootstrap: str, *, timeout: float = 30.0, prefix: str = "rc") -> None:
-        self.bootstrap, self.timeout, self.prefix = bootstrap, timeout, prefix
-        self.where = f"fluss at {bootstrap}"
-        self._loop = Loop(self.where)
-        self._conn: fluss.FlussConnection | None = None
-
-    def _admin(self) -> Callable[[], Coroutine[Any, Any, fluss.FlussAdmin]]:
-        async def admin() -> fluss.FlussAdmin:
-            if self._conn is None:
-                self._conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
-            return self._conn.get_admin()
-
-        return admin
-
-    def namespace(self) -> FlussNamespace:
-        database = f"{self.prefix}_{uuid.uuid4().hex[:12]}"
-        self.create_database(database)
-        return FlussNamespace(self, database)
-
-    def create_database(self, database: str) -> None:
-        """Create ``database`` and its tables, one table at a time, each ready (its bucket
-        has a leader) before the next. The coordinator of Fluss 0.9.1 now and then
-        registers a new table without ever assigning its bucket a leader (seen while
-        other tables are being dropped); such a table is dropped and created again."""
-        admin = self._admin()
-        deadline = time.monotonic() + self.timeout
-
-        async def create() -> None:
-            await (await admin()).create_database(database, ignore_if_exists=True)
-
-        self._loop.retrying(create, deadline, f"creating database {database}", self.timeout)
-        for table, descriptor in tables().items():
-            path = fluss.TablePath(database, table)
-            for attempt in range(1, TABLE_TRIES + 1):
-                self._create_table(path, descriptor, deadline)
-                try:
-                    self._loop.retrying(
-                        self._ready(path),
-                        min(deadline, time.monotonic() + TABLE_READY),
-                        f"waiting for table {database}.{table}",
-                        TABLE_READY,
-                        ATTEMPT,
-                    )
-                    break
-                except StoreUnavailable:
-                    if attempt == TABLE_TRIES or time.monotonic() >= deadline:
-                        raise
-                    self._drop_table(path, deadline)
-
-    def _create_table(
-        self, path: fluss.TablePath, descriptor: fluss.TableDescriptor, deadline: float
-    ) -> None:
-        admin = self._admin()
-
-        async def create() -> None:
-            await (await admin()).create_table(path, descriptor, ignore_if_exists=True)
-
-        self._loop.retrying(
-            create, deadline, f"creating table {path.table_path_str()}", self.timeout
-        )
-
-    def _drop_table(self, path: fluss.TablePath, deadline: float) -> None:
-        admin = self._admin()
-
-        async def drop() -> None:
-            await (await admin()).drop_table(path, ignore_if_not_exists=True)
-            while await (await admin()).table_exists(path):
-                await asyncio.sleep(RETRY_PAUSE)
-
-        self._loop.retrying(drop, deadline, f"dropping table {path.table_path_str()}", self.timeout)
-
-    def _ready(self, path: fluss.TablePath) -> Callable[[], Coroutine[Any, Any, None]]:
-        """A check that answers once the table's bucket has a leader: the log answers for
-        its end, a primary-key table answers a lookup."""
-        admin = self._admin()
-
-        async def ready() -> None:
-            a = await admin()
-            assert self._conn is not None
-            if path.table_name == LOG:
-                await a.list_offsets(path, [BUCKET], fluss.OffsetSpec.latest())
-                return
-            table = await self._conn.get_table(path)
-            if path.table_name == WRITERS:
-                await (
-                    table.new_lookup()
-                    .lookup_by(["lineage"])
-                    .create_lookuper()
-                    .lookup({"lineage": LINEAGE})
-                )
-            else:
-                await table.new_lookup().create_lookuper().lookup({"record_key": b""})
-
-        return ready
-
-    def drop_database(self, database: str) -> None:
-        """Drop ``database``; a cluster that is gone by now leaves it behind, silently."""
-        admin = self._admin()
-
-        async def drop() -> None:
-            a = await admin()
-            await a.drop_database(database, ignore_if_not_exists=True, cascade=True)
-
-        with contextlib.suppress(StoreError, fluss.FlussError):
-            self._loop.run(drop, min(self.timeout, 10.0), f"dropping database {database}")
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        self._loop.close(conn.close if conn is not None else None)
-
-
-def backend() -> FlussBackend:
-    """The benchmark's ``fluss`` backend (see :func:`replay_contract.runtime.fluss.backend`)."""
-    from .fluss import backend as reachable
-
-    return reachable()

@@ -17,7 +17,7 @@ from replay_contract.model.contracts import ORDERED, SEQNUM, Contract
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Scenario
 from replay_contract.model.store import OrderEntry
-from replay_contract.runtime.fluss_store import FlussBackend
+from replay_contract.runtime.fluss_backend import FlussBackend
 from replay_contract.runtime.kafka_store import KafkaBackend
 from replay_contract.runtime.store import Backend
 

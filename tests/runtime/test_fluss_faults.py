@@ -36,7 +36,8 @@ from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Step
 from replay_contract.model.store import OrderEntry
-from replay_contract.runtime.fluss_store import FlussBackend, FlussNamespace, FlussStore
+from replay_contract.runtime.fluss_backend import FlussBackend, FlussNamespace
+from replay_contract.runtime.fluss_store import FlussStore
 from replay_contract.runtime.operator import OperatorError, RuntimeOperator
 from replay_contract.runtime.store import StoreUnavailable
 from replay_contract.services import common

@@ -19,15 +19,9 @@ from replay_contract.model.run import simulate
 from replay_contract.model.store import Completion, Entry, OrderEntry
 from replay_contract.model.topology import Record, same_key
 from replay_contract.runtime import codec
-from replay_contract.runtime.fluss_store import (
-    LOG,
-    TABLE_SCHEMA,
-    FlussBackend,
-    FlussNamespace,
-    FlussStore,
-    Loop,
-    client_config,
-)
+from replay_contract.runtime.fluss_backend import FlussBackend, FlussNamespace
+from replay_contract.runtime.fluss_client import Loop, client_config
+from replay_contract.runtime.fluss_store import LOG, TABLE_SCHEMA, FlussStore
 from replay_contract.runtime.operator import RuntimeOperator
 from replay_contract.runtime.store import RecordError
 
