@@ -8,7 +8,8 @@ re-delivery) and a schedule (deliveries in a random interleaving, checkpoints â€
 while a recovery is still replaying â€” crashes between steps and after any effect of a
 step, repeated crashes, crashes during the restore itself). The same seed gives the
 same scenario on every machine and every Python version: the generator uses only
-:class:`random.Random` with integer draws.
+:class:`random.Random` with integer draws. :func:`scenarios` is the same generator as a
+Hypothesis strategy (Hypothesis supplies the draws and shrinks a failing case).
 
 :func:`crash_sweep` turns a scenario into one variant per crash point: for every
 delivery before its first crash and every effect of that delivery, the variant crashes
@@ -20,6 +21,9 @@ from __future__ import annotations
 import random
 import string
 from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
 
 from replay_contract.model.agent import INPUT, Action, Agent
 from replay_contract.model.contracts import ORDERED, Contract
@@ -37,17 +41,28 @@ KEYS: tuple[Key, ...] = ("K", "J", 1, "1")
 
 def generate(seed: int) -> Scenario:
     """The scenario of ``seed``."""
-    rng = random.Random(seed)
+    return _draw(
+        random.Random(seed),
+        f"generated-{seed}",
+        f"generated from seed {seed} (replay_contract.conformance.generate)",
+    )
+
+
+def scenarios() -> SearchStrategy[Scenario]:
+    """The same scenarios as a Hypothesis strategy, for an implementation's own property
+    tests: the generator's draws come from Hypothesis instead of a seeded
+    :class:`random.Random`, so Hypothesis can shrink a failing scenario (fewer channels,
+    records, actions and crashes) and replay it from its example database."""
+    return st.randoms(note_method_calls=False, use_true_random=False).map(
+        lambda rng: _draw(rng, "hypothesis", "drawn by Hypothesis (conformance.generate)")
+    )
+
+
+def _draw(rng: random.Random, name: str, description: str) -> Scenario:
     agent = _agent(rng)
     topology = _topology(rng)
     schedule = _schedule(rng, topology)
-    return Scenario(
-        f"generated-{seed}",
-        agent,
-        topology,
-        schedule,
-        f"generated from seed {seed} (replay_contract.conformance.generate)",
-    )
+    return Scenario(name, agent, topology, schedule, description)
 
 
 def _subset(rng: random.Random, items: tuple[str, ...], most: int) -> tuple[str, ...]:
