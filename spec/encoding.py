@@ -796,6 +796,10 @@ class Machine:
         w.set("cut", -1, lg.or_(reached, macro_over))
         self.monitors_end(done)
         info["padding"] = lg.and_(idle, lg.eq(move.main, NOTHING))
+        if t % self.epoch:
+            # padding only at the end of an epoch: an idle micro-step changes nothing, so
+            # moving it after the epoch's other moves gives the same run (symmetry breaking)
+            self.assume(lg.implies(self.decode[-1]["padding"], info["padding"]))
         self.decode.append(info)
         if (t + 1) % self.epoch == 0:
             self.after_epoch.append((w["phase"], w["up"]))
