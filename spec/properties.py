@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from attrs import frozen
+
 from replay_contract.model import trace as t
 from replay_contract.model.agent import run_without_failure
 from replay_contract.model.topology import Key, Record, key_text

@@ -306,7 +306,12 @@ def check_budget(contract: Contract, bound: Bound, timeout: float | None = None)
     for agent in bound.agents:
         problem = build(contract, agent, bound, finished=False)
         outcome, reason = _check(problem, problem.machine.saturated(), timeout)
-        out[agent] = {z3.unsat: "enough", z3.sat: "short"}.get(outcome, f"unknown ({reason})")
+        if outcome == z3.unsat:
+            out[agent] = "enough"
+        elif outcome == z3.sat:
+            out[agent] = "short"
+        else:
+            out[agent] = f"unknown ({reason})"
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
+
 from replay_contract.model.agent import Action, Agent
 from replay_contract.model.topology import Channel, Record, Replay, Topology
 

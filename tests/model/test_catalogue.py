@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from replay_contract.model.catalogue import all_builtin, builtin, names
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
 from replay_contract.model.explore import explore

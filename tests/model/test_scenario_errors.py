@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+
+from replay_contract.cli import main
 from replay_contract.model.catalogue import builtin
 from replay_contract.model.errors import ScenarioError
 from replay_contract.model.scenario import from_json, loads
-
-from replay_contract.cli import main
 
 
 def base() -> dict:

@@ -13,6 +13,7 @@ import copy
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
 from replay_contract.model import operator as op
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import ORDERED, SEQNUM, Contract

@@ -16,7 +16,7 @@ from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import check
-from replay_contract.spec.verify import verify_contract
+from replay_contract.spec.verify import check_budget, verify_contract
 
 SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
 #: Contracts whose proofs finish in seconds at SMALL (those that never wait).
@@ -127,3 +127,11 @@ def test_vacuous_bound_is_not_a_proof() -> None:
         ["no-lost-input"],
     )
     assert r.verdict == "unknown" and "vacuous" in r.reason
+
+
+@pytest.mark.parametrize("name", list({**CONTRACTS, **MUTANTS}))
+def test_the_unrolling_is_long_enough(name: str) -> None:
+    """``budget`` gives every run of a small bound the micro-steps it needs."""
+    contract = {**CONTRACTS, **MUTANTS}[name]
+    budget = check_budget(contract, parse("inputs=2,channels=2,keys=1,crashes=1"))
+    assert set(budget.values()) == {"enough"}, budget
