@@ -40,6 +40,22 @@ def test_z3_and_explorer_agree(name: str) -> None:
     _agree(FAST[name], SMALL)
 
 
+#: Waiting contracts at a bound where their proofs take seconds: the published one, its
+#: other record_order rule, and a mutant whose counterexample Z3 must find too.
+WAITING = {
+    "ordered": ORDERED,
+    "ordered-before-first-tool-call": evolve(
+        ORDERED, name="ordered-before-first-tool-call", record_order="before-first-tool-call"
+    ),
+    "ordered-impatient": MUTANTS["ordered-impatient"],
+}
+
+
+@pytest.mark.parametrize("name", list(WAITING))
+def test_z3_and_explorer_agree_on_waiting_contracts(name: str) -> None:
+    _agree(WAITING[name], parse("inputs=2,channels=2,keys=1,crashes=1"))
+
+
 def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(
         [
