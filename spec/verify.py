@@ -17,8 +17,11 @@ the bound (the machine always finishes).
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -248,48 +251,39 @@ def verify_contract(
     timeout: float | None = 600.0,
     reachability: bool = True,
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> list[Result]:
-    """Every property of ``properties`` for one contract at one bound."""
+    """Every property of ``properties`` for one contract at one bound.
+
+    Each agent of the bound is its own encoding and solver; with more than one worker
+    (default: one per agent, at most one per core) they run in parallel processes.
+    """
     say = progress or (lambda _: None)
+    jobs = [
+        (contract, agent, bound, tuple(properties), timeout, reachability) for agent in bound.agents
+    ]
+    count = min(len(jobs), workers or os.cpu_count() or 1)
+    if count > 1 and "fork" in mp.get_all_start_methods():
+        with ProcessPoolExecutor(count, mp_context=mp.get_context("fork")) as pool:
+            outcomes = list(pool.map(_verify_agent, *zip(*jobs, strict=True)))
+    else:
+        outcomes = [_verify_agent(*job) for job in jobs]
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
     reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
-    for agent in bound.agents:
-        say(f"{contract.name}: encoding agent {agent!r} at {bound}")
-        problem = build(contract, agent, bound)
-        share = problem.build_seconds / max(len(properties), 1)
-        say(
-            f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
-            f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
-        )
-        for prop in properties:
+    for outcome in outcomes:
+        for message in outcome.messages:
+            say(message)
+        for prop, found in outcome.results.items():
             result = results[prop]
-            result.seconds += share
-            if result.verdict == "counterexample":
+            result.seconds += found.seconds
+            if result.verdict == "counterexample" or found.verdict == "proved":
                 continue
-            started = time.monotonic()
-            outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout)
-            if outcome == z3.sat:
-                shape, steps = decode(problem, problem.solver.model())
-                result.counterexample = replay(problem, prop, shape, steps)
-                result.verdict = "counterexample"
-            elif outcome == z3.unknown:
-                result.verdict = "unknown"
-                result.reason = f"agent {agent}: {reason}"
-            result.seconds += time.monotonic() - started
-            say(f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)")
-        if reachability:
-            for behaviour in BEHAVIOURS:
-                if reach[behaviour] == "reached":
-                    continue
-                started = time.monotonic()
-                outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
-                if outcome == z3.sat:
-                    reach[behaviour] = "reached"
-                elif outcome == z3.unknown:
-                    reach[behaviour] = f"unknown ({reason})"
-                spent = time.monotonic() - started
-                for r in results.values():
-                    r.seconds += spent / len(results)
+            if found.verdict == "counterexample" or result.verdict == "proved":
+                result.verdict, result.reason = found.verdict, found.reason
+                result.counterexample = found.counterexample
+        for behaviour, seen in outcome.reach.items():
+            if reach[behaviour] != "reached" and seen != "unreachable":
+                reach[behaviour] = seen
     for r in results.values():
         r.reachable = dict(reach)
         missing = [b for b in ("crash", "restore") if reach[b] != "reached"]
@@ -297,6 +291,62 @@ def verify_contract(
             r.verdict = "unknown"
             r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
     return list(results.values())
+
+
+@frozen
+class AgentOutcome:
+    """What the encoding of one agent gives: per property, reachability, progress."""
+
+    results: dict[str, Result]
+    reach: dict[str, str]
+    messages: list[str]
+
+
+def _verify_agent(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    properties: tuple[str, ...],
+    timeout: float | None,
+    reachability: bool,
+) -> AgentOutcome:
+    """Every property and the reachability checks on the encoding of one agent."""
+    messages = [f"{contract.name}: encoding agent {agent!r} at {bound}"]
+    problem = build(contract, agent, bound)
+    share = problem.build_seconds / max(len(properties), 1)
+    messages.append(
+        f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
+        f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
+    )
+    results = {}
+    for prop in properties:
+        result = results[prop] = Result(contract.name, prop, "proved", bound, share)
+        started = time.monotonic()
+        outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout)
+        if outcome == z3.sat:
+            shape, steps = decode(problem, problem.solver.model())
+            result.counterexample = replay(problem, prop, shape, steps)
+            result.verdict = "counterexample"
+        elif outcome == z3.unknown:
+            result.verdict = "unknown"
+            result.reason = f"agent {agent}: {reason}"
+        result.seconds += time.monotonic() - started
+        messages.append(
+            f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)"
+        )
+    reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
+    if reachability:
+        for behaviour in BEHAVIOURS:
+            started = time.monotonic()
+            outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
+            if outcome == z3.sat:
+                reach[behaviour] = "reached"
+            elif outcome == z3.unknown:
+                reach[behaviour] = f"unknown ({reason})"
+            spent = time.monotonic() - started
+            for r in results.values():
+                r.seconds += spent / len(results)
+    return AgentOutcome(results, reach, messages)
 
 
 def check_budget(contract: Contract, bound: Bound, timeout: float | None = None) -> dict[str, str]:
