@@ -801,6 +801,11 @@ class Machine:
             # padding only at the end of an epoch: an idle micro-step changes nothing, so
             # moving it after the epoch's other moves gives the same run (symmetry breaking)
             self.assume(lg.implies(self.decode[-1]["padding"], info["padding"]))
+        elif t:
+            # and only before a restore: an epoch that ends idle, up and with padding is not
+            # followed by one that goes on without a restore, since moving the next moves
+            # into the padding gives the same run
+            self.assume(lg.implies(lg.and_(idle, up, self.decode[-1]["padding"]), move.crash))
         self.decode.append(info)
         if (t + 1) % self.epoch == 0:
             self.after_epoch.append((w["phase"], w["up"]))
