@@ -21,7 +21,6 @@ import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -264,10 +263,13 @@ def verify_contract(
     ]
     count = min(len(jobs), workers or os.cpu_count() or 1)
     if count > 1 and "fork" in mp.get_all_start_methods():
-        with ProcessPoolExecutor(count, mp_context=mp.get_context("fork")) as pool:
-            outcomes = list(pool.map(_verify_agent, *zip(*jobs, strict=True)))
+        outcomes = _in_parallel(jobs, count, len(properties))
     else:
-        outcomes = [_verify_agent(*job) for job in jobs]
+        outcomes = []
+        for job in jobs:
+            outcomes.append(_verify_agent(*job))
+            if outcomes[-1].refutes_all:
+                break  # every property has its counterexample: the other agents add nothing
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
     reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
     for outcome in outcomes:
@@ -300,6 +302,35 @@ class AgentOutcome:
     results: dict[str, Result]
     reach: dict[str, str]
     messages: list[str]
+
+    @property
+    def refutes_all(self) -> bool:
+        """Every property has a counterexample and every behaviour checked is reached:
+        the other agents could add nothing."""
+        return all(r.verdict == "counterexample" for r in self.results.values()) and all(
+            v == "reached" for v in self.reach.values()
+        )
+
+
+Job = tuple[Contract, str, Bound, tuple[str, ...], float | None, bool]
+
+
+def _in_parallel(jobs: list[Job], workers: int, properties: int) -> list[AgentOutcome]:
+    """The outcome of each job (in job order) from a pool of forked processes. When one
+    agent has a counterexample for every property, the others are stopped: they could
+    only add counterexamples, and one per property is enough."""
+    with mp.get_context("fork").Pool(workers) as pool:
+        pending = [pool.apply_async(_verify_agent, job) for job in jobs]
+        done: dict[int, AgentOutcome] = {}
+        while len(done) < len(pending):
+            for i, job in enumerate(pending):
+                if i not in done and job.ready():
+                    done[i] = job.get()
+                    if properties and done[i].refutes_all:
+                        pool.terminate()
+                        return [done[i]]
+            time.sleep(0.05)
+    return [done[i] for i in range(len(pending))]
 
 
 def _verify_agent(
@@ -334,9 +365,10 @@ def _verify_agent(
         messages.append(
             f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)"
         )
-    reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
+    reach: dict[str, str] = {}  # nothing checked
     if reachability:
         for behaviour in BEHAVIOURS:
+            reach[behaviour] = "unreachable"
             started = time.monotonic()
             outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
             if outcome == z3.sat:
