@@ -19,11 +19,12 @@ the published ones: ``match`` picks the fields a lookup compares, ``on_miss``,
 encoding.
 
 The store keeps one *slot* per record, action and epoch (and one per record and epoch
-for a standalone order entry): an epoch is the life of the operator between two
-restores, and within one epoch a record is accepted at most once (the channel offsets
-only move forward until the next restore), so it writes each of its entries at most
-once. This loses no run of the bound and keeps the store at ``inputs x (actions + 1) x
-(crashes + 1)`` slots, whatever the number of micro-steps. A slot is present when its
+for a standalone order entry): the micro-steps come in ``crashes + 1`` epochs of equal
+length, a restore happens only at the start of an epoch, and within one epoch a record
+is accepted at most once (the channel offsets only move forward until the next
+restore), so it writes each of its entries at most once. This loses no run of the
+bound and keeps the store at ``inputs x (actions + 1) x (crashes + 1)`` slots, whatever
+the number of micro-steps. A slot is present when its
 write happened and was not cut off by a crash; it carries the tick of the write, which
 orders the store like the model's log (the recovery marker is such a tick). A lookup
 considers every slot of the record: present, at or after the recovery marker, not
@@ -31,6 +32,14 @@ voided by an invalidation made after it, same input version, action and (by the 
 ``match``) position or reads; the latest epoch wins. Invalidations update the
 ``voided`` flag of the slots present when they happen, and are kept as a list of their
 own only for the order in which keys first appear in the store.
+
+Three constraints on the environment break symmetries without losing a run: an idle
+micro-step that does nothing (padding) comes only at the end of an epoch, and an epoch
+that ends with padding while the operator is up is followed by a crash and restore
+(otherwise the next moves could as well fill the padding: the same run); a move that
+delivers nothing names channel 0. A schedule of the model
+(:class:`ScheduleEnv`) always has this form, so the tests that compare the machine
+with the model cover them.
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter (the tests compare it with the model, event by event in effect); driven by
