@@ -24,9 +24,9 @@ length, a restore happens only at the start of an epoch, and within one epoch a 
 is accepted at most once (the channel offsets only move forward until the next
 restore), so it writes each of its entries at most once. This loses no run of the
 bound and keeps the store at ``inputs x (actions + 1) x (crashes + 1)`` slots, whatever
-the number of micro-steps. A slot is present when its
-write happened and was not cut off by a crash; it carries the tick of the write, which
-orders the store like the model's log (the recovery marker is such a tick). A lookup
+the number of micro-steps. A slot is present when its write happened and was not cut
+off by a crash; it carries the tick of the write, which orders the store like the
+model's log (the recovery marker is such a tick). A lookup
 considers every slot of the record: present, at or after the recovery marker, not
 voided by an invalidation made after it, same input version, action and (by the rule
 ``match``) position or reads; the latest epoch wins. Invalidations update the
