@@ -2,9 +2,14 @@
 
 Not a test: it measures and prints (``--json`` for a machine-readable record).
 
-- ``proofs``: every property of the chosen contracts at a bound, with the time of each;
+- ``proofs``: every property of the chosen contracts at a bound, with the time of each
+  (solver time summed over the agents) and whether the verdict is the one the project
+  expects (:data:`EXPECTED`), then the wall-clock time of all of them;
+- ``ordered``: the same for the waiting contract, at its own bound, under both rules of
+  ``record_order`` (``ordered`` and ``ordered-before-first-tool-call``);
 - ``counterexamples``: the time to the first counterexample of each known violation;
-- ``explorer``: Z3 time against the exhaustive explorer's time at the same bound;
+- ``explorer``: Z3 time against the exhaustive explorer's time at the same bound, and
+  whether their verdicts agree;
 - ``growth``: the time of one contract's proofs as each bound dimension grows by one
   from a base bound, the others fixed.
 
@@ -24,9 +29,10 @@ from typing import Any
 from attrs import evolve
 
 from replay_contract.model.bounded import explore
-from replay_contract.model.contracts import CONTRACTS, contracts
+from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 
 from .bound import parse
+from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import verify_contract
 
 KNOWN = (
@@ -34,6 +40,35 @@ KNOWN = (
     ("stable-id", "no-stale-reuse"),
     ("no-divergence-check", "divergence-safeguard"),
 )
+
+
+#: The named contracts, and ``ordered`` with its position durable before the first tool
+#: call (the other rule of ``record_order``).
+VARIANTS: dict[str, Contract] = {
+    **CONTRACTS,
+    "ordered-before-first-tool-call": evolve(
+        ORDERED, name="ordered-before-first-tool-call", record_order="before-first-tool-call"
+    ),
+}
+
+#: The verdicts the project expects at its default bound (unlisted: not stated).
+EXPECTED: dict[tuple[str, str], str] = {
+    **{("ordered", p): "proved" for p in PROPERTIES},
+    **{("ordered-before-first-tool-call", p): "proved" for p in PROPERTIES},
+    **{("seqnum", p): "proved" for p in PROPERTIES if p != COMPLETE_REUSE},
+    ("seqnum", COMPLETE_REUSE): "counterexample",
+    ("stable-id", "no-stale-reuse"): "counterexample",
+    ("no-divergence-check", "divergence-safeguard"): "counterexample",
+    ("read-set", "no-stale-reuse"): "proved",
+    ("read-set", "equivalent-outcome"): "proved",
+}
+
+
+def contracts(names: str) -> list[Contract]:
+    """Comma-separated names of :data:`VARIANTS`, or ``all``."""
+    if names == "all":
+        return list(VARIANTS.values())
+    return [VARIANTS[n.strip()] for n in names.split(",") if n.strip()]
 
 
 def _say(message: str) -> None:
@@ -46,15 +81,31 @@ def proofs(names: str, bound: str, timeout: float) -> list[dict[str, Any]]:
         started = time.monotonic()
         results = verify_contract(c, parse(bound), timeout=timeout, reachability=False)
         total = time.monotonic() - started
+        for r in results:
+            expected = EXPECTED.get((c.name, r.property), "")
+            out.append(
+                {
+                    "contract": c.name,
+                    "property": r.property,
+                    "bound": bound,
+                    "verdict": r.verdict,
+                    "expected": expected or "-",
+                    "met": "-" if not expected else "yes" if expected == r.verdict else "NO",
+                    "seconds": round(r.seconds, 2),
+                }
+            )
         out.append(
             {
                 "contract": c.name,
+                "property": "all (wall clock)",
                 "bound": bound,
+                "verdict": "-",
+                "expected": "-",
+                "met": "-",
                 "seconds": round(total, 2),
-                "verdicts": {r.property: r.verdict for r in results},
             }
         )
-        _say(f"proofs {c.name} at {bound}: {total:.1f} s {out[-1]['verdicts']}")
+        _say(f"proofs {c.name} at {bound}: {total:.1f} s")
     return out
 
 
@@ -72,6 +123,7 @@ def counterexamples(bound: str, timeout: float) -> list[dict[str, Any]]:
                 "bound": bound,
                 "verdict": r.verdict,
                 "seconds": round(time.monotonic() - started, 2),
+                "within 5 s": "yes" if time.monotonic() - started <= 5 else "NO",
             }
         )
         _say(f"counterexample {name}/{prop} at {bound}: {r.verdict} {out[-1]['seconds']} s")
@@ -87,6 +139,13 @@ def versus_explorer(names: str, bound: str, timeout: float) -> list[dict[str, An
         z3_seconds = time.monotonic() - started
         explored = explore(b, c)
         agree = all(r.verdict == explored.verdict(r.property) for r in results)
+        if not agree:
+            agree_text = ", ".join(
+                f"{r.property}: z3 {r.verdict}, explorer {explored.verdict(r.property)}"
+                for r in results
+                if r.verdict != explored.verdict(r.property)
+            )
+            _say(f"DISAGREE {c.name} at {bound}: {agree_text}")
         out.append(
             {
                 "contract": c.name,
@@ -114,7 +173,7 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
                 continue
             b = evolve(b0, **{dimension: getattr(b0, dimension) + extra})
             started = time.monotonic()
-            results = verify_contract(CONTRACTS[name], b, timeout=timeout, reachability=False)
+            results = verify_contract(VARIANTS[name], b, timeout=timeout, reachability=False)
             seconds = time.monotonic() - started
             out.append(
                 {
@@ -134,14 +193,25 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m replay_contract.spec.bench",
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
-    p.add_argument("--bound", default="inputs=2,channels=2,keys=2,crashes=1")
+    p.add_argument("--bound", default="inputs=6,channels=2,keys=2,crashes=2")
     p.add_argument("--contracts", default="seqnum,stable-id,read-set,no-divergence-check")
     p.add_argument(
         "--ordered-bound",
-        default="inputs=2,channels=2,keys=1,crashes=1",
+        default="inputs=2,channels=2,keys=2,crashes=1",
         help="bound of the ordered proofs (the issue's goal: inputs=8,channels=3,keys=2,crashes=2)",
     )
-    p.add_argument("--growth-contract", default="seqnum")
+    p.add_argument(
+        "--explorer-bound",
+        default="inputs=2,channels=2,keys=2,crashes=1",
+        help="bound of the comparison with the explorer (it must finish there)",
+    )
+    p.add_argument(
+        "--explorer-contracts",
+        default="seqnum,ordered,ordered-before-first-tool-call,stable-id,read-set,"
+        "no-divergence-check",
+    )
+    p.add_argument("--growth-contract", default="ordered")
+    p.add_argument("--growth-bound", default="inputs=2,channels=2,keys=1,crashes=1")
     p.add_argument("--growth-steps", type=int, default=1)
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("--only", default="proofs,ordered,counterexamples,explorer,growth")
@@ -152,23 +222,40 @@ def main(argv: list[str] | None = None) -> int:
     if "proofs" in only:
         record["proofs"] = proofs(args.contracts, args.bound, args.timeout)
     if "ordered" in only:
-        record["ordered"] = proofs("ordered", args.ordered_bound, args.timeout)
+        record["ordered"] = proofs(
+            "ordered,ordered-before-first-tool-call", args.ordered_bound, args.timeout
+        )
     if "counterexamples" in only:
         record["counterexamples"] = counterexamples(args.bound, args.timeout)
     if "explorer" in only:
-        record["explorer"] = versus_explorer(args.contracts, args.bound, args.timeout)
+        record["explorer"] = versus_explorer(
+            args.explorer_contracts, args.explorer_bound, args.timeout
+        )
     if "growth" in only:
-        record["growth"] = growth(args.growth_contract, args.bound, args.timeout, args.growth_steps)
+        record["growth"] = growth(
+            args.growth_contract, args.growth_bound, args.timeout, args.growth_steps
+        )
     print(json.dumps(record, indent=2) if args.json else _text(record))
     return 0
+
+
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows of the same keys as aligned columns, with a header."""
+    columns = list(rows[0])
+    cells = [[str(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [line.format(*columns), line.format(*("-" * w for w in widths))] + [
+        line.format(*r) for r in cells
+    ]
 
 
 def _text(record: dict[str, Any]) -> str:
     lines = [f"cores: {record['cores']}, timeout per query: {record['timeout']} s"]
     for section, rows in record.items():
-        if isinstance(rows, list):
+        if isinstance(rows, list) and rows:
             lines.append(f"\n{section}:")
-            lines.extend("  " + json.dumps(row) for row in rows)
+            lines.extend("  " + line for line in _table(rows))
     return "\n".join(lines)
 
 

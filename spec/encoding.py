@@ -18,11 +18,28 @@ the published ones: ``match`` picks the fields a lookup compares, ``on_miss``,
 ``durable_invalidation`` and ``invalidation_scope`` each switch one part of the
 encoding.
 
-The store is a list of *slots*, one per durable write the operator may make; a slot is
-present when the write happened and was not cut off by a crash. A lookup considers
-every earlier slot: present, at or after the recovery marker, not voided by a later
-invalidation, same key, input, action and (by the rule ``match``) position or reads;
-the latest one wins.
+The store keeps one *slot* per record, action and epoch (and one per record and epoch
+for a standalone order entry): the micro-steps come in ``crashes + 1`` epochs of equal
+length, a restore happens only at the start of an epoch, and within one epoch a record
+is accepted at most once (the channel offsets only move forward until the next
+restore), so it writes each of its entries at most once. This loses no run of the
+bound and keeps the store at ``inputs x (actions + 1) x (crashes + 1)`` slots, whatever
+the number of micro-steps. A slot is present when its write happened and was not cut
+off by a crash; it carries the tick of the write, which orders the store like the
+model's log (the recovery marker is such a tick). A lookup
+considers every slot of the record: present, at or after the recovery marker, not
+voided by an invalidation made after it, same input version, action and (by the rule
+``match``) position or reads; the latest epoch wins. Invalidations update the
+``voided`` flag of the slots present when they happen, and are kept as a list of their
+own only for the order in which keys first appear in the store.
+
+Three constraints on the environment break symmetries without losing a run: an idle
+micro-step that does nothing (padding) comes only at the end of an epoch, and an epoch
+that ends with padding while the operator is up is followed by a crash and restore
+(otherwise the next moves could as well fill the padding: the same run); a move that
+delivers nothing names channel 0. A schedule of the model
+(:class:`ScheduleEnv`) always has this form, so the tests that compare the machine
+with the model cover them.
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter (the tests compare it with the model, event by event in effect); driven by
@@ -55,7 +72,6 @@ DELIVER, RESTORE, END, NOTHING = 0, 1, 2, 3
 
 ABSENT = 2**26
 WAITING_ONLY = 2**25
-RANK = 2**8
 
 
 @define
@@ -71,23 +87,48 @@ class Move:
 
 @define
 class Slot:
-    """One durable write the operator may make."""
+    """Where one record writes one entry (``kind`` and ``entry``) in one epoch."""
 
     index: int
-    kind: str  # "completion", "order" or "invalidation"
-    present: Sym
+    kind: str  # "completion" or "order"
+    record: int
+    epoch: int
     key: Sym
-    position: Sym
-    record: Sym = 0
-    version: Sym = 0
     entry: int = -1
+    present: Sym = False
+    position: Sym = 0
+    version: Sym = 0
     reads: tuple[Sym, ...] = ()
     writes: dict[int, Sym] = field(factory=dict)
     output: Sym = NONE
     order: Sym = False
     voided: Sym = False
     prefix: Sym = NONE
-    time: int = -1
+    time: Sym = -1
+
+    def write(self, guard: Sym, **values: Sym) -> None:
+        """The write happens (and is kept) under ``guard``: the slot takes ``values``."""
+        if lg._const(guard) is False:
+            return
+        self.present = lg.or_(self.present, guard)
+        for name, value in values.items():
+            old = getattr(self, name)
+            if isinstance(old, dict):
+                new: Sym = {f: lg.ite(guard, value[f], old[f]) for f in old}
+            elif isinstance(old, tuple) and not lg.is_sym(old) and name == "reads":
+                new = tuple(lg.ite(guard, a, b) for a, b in zip(value, old, strict=True))
+            else:
+                new = lg.ite(guard, value, old)
+            setattr(self, name, new)
+
+
+@define
+class InvalidationMark:
+    """A durable invalidation that may happen: for the first appearance of keys."""
+
+    present: Sym
+    key: Sym
+    time: int
 
 
 @define
@@ -125,9 +166,10 @@ class Machine:
         self.steps = epoch * (bound.crashes + 1)
         self.after_epoch: list[tuple[Sym, Sym]] = []
         self.assumptions: list[Sym] = []
-        self.slots: list[Slot] = []
+        self.slots = self.allocate(shape)
+        self.marks: list[InvalidationMark] = []
         self.time = 0
-        self.volatile_at: dict[int, int] = {}
+        self.current = 0  # the epoch of the micro-step being built
         self.decode: list[dict[str, Sym]] = []
         self.reach: dict[str, Sym] = {
             n: False for n in ("crash", "restore", "reuse", "wait", "invalidation")
@@ -146,7 +188,7 @@ class Machine:
         op.array("diverge-at", k, -1)
         op.array("offset", self.c, 0)
         op.scalar("marker", 0)
-        op.array("volatile-voided", 0, False)
+        op.array("volatile-voided", len(self.slots), False)
         op.array("volatile-rank", k, ABSENT)
         op.array("inserted", k, ABSENT)
         w = self.world = Cells()
@@ -192,8 +234,26 @@ class Machine:
     def channel_of(self, record: Sym) -> Sym:
         return lg.select(record, self.shape.channel, 0)
 
-    def visible(self, s: Slot) -> Sym:
-        return lg.le(self.op["marker"], s.index)
+    def allocate(self, shape: Shape) -> list[Slot]:
+        """Every slot of the store, epoch by epoch (the order in which they are written)."""
+        slots: list[Slot] = []
+        for epoch in range(self.f + 1):
+            for r in range(self.n):
+                for e in self.plan.entries:
+                    slot = Slot(len(slots), "completion", r, epoch, shape.key[r], e.index)
+                    slot.reads = tuple(NONE for _ in e.reads)
+                    slot.writes = dict.fromkeys(e.writes, NONE)
+                    slots.append(slot)
+                if self.contract.record_order != "no":
+                    slots.append(Slot(len(slots), "order", r, epoch, shape.key[r]))
+        return slots
+
+    def written(self, kind: str = "") -> list[Slot]:
+        """The slots that may have been written so far (epochs up to the current one)."""
+        return [s for s in self.slots if s.epoch <= self.current and (not kind or s.kind == kind)]
+
+    def visible(self, s: Slot | InvalidationMark) -> Sym:
+        return lg.le(self.op["marker"], s.time)
 
     def valid(self, s: Slot) -> Sym:
         return lg.and_(
@@ -202,12 +262,6 @@ class Machine:
             lg.not_(s.voided),
             lg.not_(self.op.cell("volatile-voided", s.index)),
         )
-
-    def new_slot(self, slot: Slot) -> Slot:
-        self.slots.append(slot)
-        self.op.extend("volatile-voided", False)
-        self.saved.extend("volatile-voided", False)
-        return slot
 
     def recovering(self, key: Sym) -> Sym:
         op = self.op
@@ -242,18 +296,18 @@ class Machine:
         return lg.or_(
             *(
                 lg.and_(self.valid(s), self.voids(s, target, position, keep))
-                for s in self.slots
-                if s.kind == "completion"
+                for s in self.written("completion")
             )
         )
 
     def view_ranks(self) -> list[Sym]:
         """Per key: where it first appears in the store's view (``ABSENT`` if not)."""
         ranks = []
+        written: list[Slot | InvalidationMark] = [*self.written(), *self.marks]
         for k in range(self.k):
             options = [
-                (lg.and_(s.present, self.visible(s), lg.eq(s.key, k)), (2 * s.index + 1) * RANK)
-                for s in self.slots
+                (lg.and_(s.present, self.visible(s), lg.eq(s.key, k)), _rank(s.time))
+                for s in written
             ]
             ranks.append(lg.minimum(options, self.op.cell("volatile-rank", k)))
         return ranks
@@ -287,15 +341,10 @@ class Machine:
             tuple(NONE for _ in reads),
             -1,
         )
-        for s in self.slots:
-            if s.kind != "completion" or s.entry != entry:
+        for s in self.written("completion"):
+            if s.entry != entry:
                 continue
-            conds = [
-                self.valid(s),
-                lg.eq(s.key, key),
-                lg.eq(s.record, record),
-                lg.eq(s.version, version),
-            ]
+            conds = [self.valid(s), lg.eq(record, s.record), lg.eq(s.version, version)]
             if match == "position":
                 conds.append(lg.eq(s.position, position))
             if match == "reads":
@@ -323,13 +372,14 @@ class Machine:
         for target, present in targets:
             here = lg.and_(happens, present)
             some = self.voids_some(target, position, keep)
-            earlier = [s for s in self.slots if s.kind != "invalidation"]
+            earlier = self.written()
+            time = self.tick()
             if c.durable_invalidation:
                 kept = self.effect(here)
-                self.new_slot(Slot(len(self.slots), "invalidation", kept, target, position))
+                self.marks.append(InvalidationMark(kept, target, time))
                 for s in earlier:
                     s.voided = lg.or_(
-                        s.voided, lg.and_(kept, self.voids(s, target, position, keep))
+                        s.voided, lg.and_(kept, s.present, self.voids(s, target, position, keep))
                     )
             else:
                 kept = lg.and_(here, self.live())
@@ -338,14 +388,11 @@ class Machine:
                         "volatile-voided",
                         s.index,
                         True,
-                        lg.and_(here, self.voids(s, target, position, keep)),
+                        lg.and_(here, s.present, self.voids(s, target, position, keep)),
                     )
-                at = len(self.slots)
-                self.volatile_at[at] = self.volatile_at.get(at, -1) + 1
-                rank = 2 * at * RANK + min(self.volatile_at[at], RANK - 1)
+                rank = 2 * time
                 old = self.op.at("volatile-rank", target)
                 self.op.put("volatile-rank", target, rank, lg.and_(here, lg.lt(rank, old)))
-            self.tick()
             self.reach["invalidation"] = lg.or_(self.reach["invalidation"], kept)
             self.monitors.invalidate(kept, key, target, some)
 
@@ -353,8 +400,15 @@ class Machine:
         if lg._const(happens) is False:
             return
         kept = self.effect(happens)
-        self.new_slot(Slot(len(self.slots), "order", kept, key, position, record, version))
-        self.tick()
+        time = self.tick()
+        for s in self.written("order"):
+            if s.epoch == self.current:
+                s.write(
+                    lg.and_(kept, lg.eq(record, s.record)),
+                    position=position,
+                    version=version,
+                    time=time,
+                )
 
     # -- heavy operations ------------------------------------------------------------
 
@@ -396,24 +450,20 @@ class Machine:
             output = output_term(entry, record, version, reads) if entry.output else NONE
             carries = lg.and_(c.record_order == "with-first-completion", lg.not_(ordered))
             saved = self.effect(miss)
-            self.new_slot(
-                Slot(
-                    len(self.slots),
-                    "completion",
-                    saved,
-                    key,
-                    position,
-                    record,
-                    version,
-                    entry.index,
-                    reads,
-                    writes,
-                    output,
-                    carries,
-                    prefix=prefix,
-                    time=self.tick(),
-                )
-            )
+            time = self.tick()
+            for s in self.written("completion"):
+                if s.epoch == self.current and s.entry == entry.index:
+                    s.write(
+                        lg.and_(saved, lg.eq(record, s.record)),
+                        position=position,
+                        version=version,
+                        reads=reads,
+                        writes=writes,
+                        output=output,
+                        order=carries,
+                        prefix=prefix,
+                        time=time,
+                    )
             self.monitors.save(saved, record, version, entry.index)
             ordered = lg.or_(ordered, lg.and_(lg.not_(found.any), carries))
             for f in entry.writes:
@@ -443,11 +493,10 @@ class Machine:
             return
         op = self.op
         needed = [
-            (lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.index)
-            for s in self.slots
-            if s.kind != "invalidation"
+            (lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.time)
+            for s in self.written()
         ]
-        op.set("marker", lg.minimum(needed, len(self.slots)), happens)
+        op.set("marker", lg.minimum(needed, self.time + 1), happens)
         self.saved.assign(op, happens)
         self.tick()
 
@@ -455,9 +504,7 @@ class Machine:
         """Per position: whether the store records an input there, which, which version."""
         has, records, versions = [], [], []
         carriers = [
-            s
-            for s in self.slots
-            if s.kind == "order" or (s.kind == "completion" and lg._const(s.order) is not False)
+            s for s in self.written() if s.kind == "order" or lg._const(s.order) is not False
         ]
         for q in range(self.n):
             h: Sym = False
@@ -568,6 +615,7 @@ class Machine:
 
     def micro_step(self, t: int) -> None:
         c, op, w = self.contract, self.op, self.world
+        self.current = t // self.epoch
         idle = lg.eq(w["phase"], IDLE)
         move = self.env(t, idle)
         up = w["up"]
@@ -605,6 +653,7 @@ class Machine:
         self.assume(lg.and_(lg.le(0, move.main), lg.le(move.main, NOTHING)))
         self.assume(lg.le(-1, move.cut))
         self.assume(lg.and_(lg.le(0, move.channel), lg.lt(move.channel, self.c)))
+        self.assume(lg.implies(lg.ne(move.main, DELIVER), lg.eq(move.channel, 0)))
         info: dict[str, Sym] = {
             "idle": idle,
             "checkpoint": move.checkpoint,
@@ -757,6 +806,15 @@ class Machine:
         w.set("cut", -1, lg.or_(reached, macro_over))
         self.monitors_end(done)
         info["padding"] = lg.and_(idle, lg.eq(move.main, NOTHING))
+        if t % self.epoch:
+            # padding only at the end of an epoch: an idle micro-step changes nothing, so
+            # moving it after the epoch's other moves gives the same run (symmetry breaking)
+            self.assume(lg.implies(self.decode[-1]["padding"], info["padding"]))
+        elif t:
+            # and only before a restore: an epoch that ends idle, up and with padding is not
+            # followed by one that goes on without a restore, since moving the next moves
+            # into the padding gives the same run
+            self.assume(lg.implies(lg.and_(idle, up, self.decode[-1]["padding"]), move.crash))
         self.decode.append(info)
         if (t + 1) % self.epoch == 0:
             self.after_epoch.append((w["phase"], w["up"]))
@@ -804,6 +862,13 @@ class Machine:
         return lg.eq(self.world["phase"], DONE)
 
 
+def _rank(time: Sym) -> Sym:
+    """Where a durable write of tick ``time`` sorts among the store's entries: an odd
+    number, so that an invalidation kept only in memory at that tick (``2 * time``)
+    sorts after every write before it and before every write after it."""
+    return lg.add(lg.add(time, time), 1)
+
+
 # -- budgets -------------------------------------------------------------------------
 
 
@@ -814,7 +879,10 @@ def budget(contract: Contract, bound: BoundLike) -> int:
     moves = n + 2  # a restore, every record, the end of input
     if not contract.wait:
         return moves
-    return moves + n + 2 * k + n + 1
+    # with waiting: an accept out of the advance loop per record, and a last iteration
+    # of the loop per key after the restore and at the end of input (measured tight at
+    # small bounds by ``check_budget``: one micro-step fewer is short)
+    return moves + n + 2 * k
 
 
 # -- drivers -------------------------------------------------------------------------

@@ -17,6 +17,8 @@ the bound (the machine always finishes).
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -248,48 +250,42 @@ def verify_contract(
     timeout: float | None = 600.0,
     reachability: bool = True,
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> list[Result]:
-    """Every property of ``properties`` for one contract at one bound."""
+    """Every property of ``properties`` for one contract at one bound.
+
+    Each agent of the bound is its own encoding and solver; with more than one worker
+    (default: one per agent, at most one per core) they run in parallel processes.
+    """
     say = progress or (lambda _: None)
+    jobs = [
+        (contract, agent, bound, tuple(properties), timeout, reachability) for agent in bound.agents
+    ]
+    count = min(len(jobs), workers or os.cpu_count() or 1)
+    if count > 1 and "fork" in mp.get_all_start_methods():
+        outcomes = _in_parallel(jobs, count, len(properties))
+    else:
+        outcomes = []
+        for job in jobs:
+            outcomes.append(_verify_agent(*job))
+            if outcomes[-1].refutes_all:
+                break  # every property has its counterexample: the other agents add nothing
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
     reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
-    for agent in bound.agents:
-        say(f"{contract.name}: encoding agent {agent!r} at {bound}")
-        problem = build(contract, agent, bound)
-        share = problem.build_seconds / max(len(properties), 1)
-        say(
-            f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
-            f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
-        )
-        for prop in properties:
+    for outcome in outcomes:
+        for message in outcome.messages:
+            say(message)
+        for prop, found in outcome.results.items():
             result = results[prop]
-            result.seconds += share
-            if result.verdict == "counterexample":
+            result.seconds += found.seconds
+            if result.verdict == "counterexample" or found.verdict == "proved":
                 continue
-            started = time.monotonic()
-            outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout)
-            if outcome == z3.sat:
-                shape, steps = decode(problem, problem.solver.model())
-                result.counterexample = replay(problem, prop, shape, steps)
-                result.verdict = "counterexample"
-            elif outcome == z3.unknown:
-                result.verdict = "unknown"
-                result.reason = f"agent {agent}: {reason}"
-            result.seconds += time.monotonic() - started
-            say(f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)")
-        if reachability:
-            for behaviour in BEHAVIOURS:
-                if reach[behaviour] == "reached":
-                    continue
-                started = time.monotonic()
-                outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
-                if outcome == z3.sat:
-                    reach[behaviour] = "reached"
-                elif outcome == z3.unknown:
-                    reach[behaviour] = f"unknown ({reason})"
-                spent = time.monotonic() - started
-                for r in results.values():
-                    r.seconds += spent / len(results)
+            if found.verdict == "counterexample" or result.verdict == "proved":
+                result.verdict, result.reason = found.verdict, found.reason
+                result.counterexample = found.counterexample
+        for behaviour, seen in outcome.reach.items():
+            if reach[behaviour] != "reached" and seen != "unreachable":
+                reach[behaviour] = seen
     for r in results.values():
         r.reachable = dict(reach)
         missing = [b for b in ("crash", "restore") if reach[b] != "reached"]
@@ -299,6 +295,92 @@ def verify_contract(
     return list(results.values())
 
 
+@frozen
+class AgentOutcome:
+    """What the encoding of one agent gives: per property, reachability, progress."""
+
+    results: dict[str, Result]
+    reach: dict[str, str]
+    messages: list[str]
+
+    @property
+    def refutes_all(self) -> bool:
+        """Every property has a counterexample and every behaviour checked is reached:
+        the other agents could add nothing."""
+        return all(r.verdict == "counterexample" for r in self.results.values()) and all(
+            v == "reached" for v in self.reach.values()
+        )
+
+
+Job = tuple[Contract, str, Bound, tuple[str, ...], float | None, bool]
+
+
+def _in_parallel(jobs: list[Job], workers: int, properties: int) -> list[AgentOutcome]:
+    """The outcome of each job (in job order) from a pool of forked processes. When one
+    agent has a counterexample for every property, the others are stopped: they could
+    only add counterexamples, and one per property is enough."""
+    with mp.get_context("fork").Pool(workers) as pool:
+        pending = [pool.apply_async(_verify_agent, job) for job in jobs]
+        done: dict[int, AgentOutcome] = {}
+        while len(done) < len(pending):
+            for i, job in enumerate(pending):
+                if i not in done and job.ready():
+                    done[i] = job.get()
+                    if properties and done[i].refutes_all:
+                        pool.terminate()
+                        return [done[i]]
+            time.sleep(0.05)
+    return [done[i] for i in range(len(pending))]
+
+
+def _verify_agent(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    properties: tuple[str, ...],
+    timeout: float | None,
+    reachability: bool,
+) -> AgentOutcome:
+    """Every property and the reachability checks on the encoding of one agent."""
+    messages = [f"{contract.name}: encoding agent {agent!r} at {bound}"]
+    problem = build(contract, agent, bound)
+    share = problem.build_seconds / max(len(properties), 1)
+    messages.append(
+        f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
+        f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
+    )
+    results = {}
+    for prop in properties:
+        result = results[prop] = Result(contract.name, prop, "proved", bound, share)
+        started = time.monotonic()
+        outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout)
+        if outcome == z3.sat:
+            shape, steps = decode(problem, problem.solver.model())
+            result.counterexample = replay(problem, prop, shape, steps)
+            result.verdict = "counterexample"
+        elif outcome == z3.unknown:
+            result.verdict = "unknown"
+            result.reason = f"agent {agent}: {reason}"
+        result.seconds += time.monotonic() - started
+        messages.append(
+            f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)"
+        )
+    reach: dict[str, str] = {}  # nothing checked
+    if reachability:
+        for behaviour in BEHAVIOURS:
+            reach[behaviour] = "unreachable"
+            started = time.monotonic()
+            outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
+            if outcome == z3.sat:
+                reach[behaviour] = "reached"
+            elif outcome == z3.unknown:
+                reach[behaviour] = f"unknown ({reason})"
+            spent = time.monotonic() - started
+            for r in results.values():
+                r.seconds += spent / len(results)
+    return AgentOutcome(results, reach, messages)
+
+
 def check_budget(contract: Contract, bound: Bound, timeout: float | None = None) -> dict[str, str]:
     """Per agent: whether every run of the bound finishes within the micro-steps
     unrolled (``enough``), or not (``short``), or ``unknown``."""
@@ -306,7 +388,12 @@ def check_budget(contract: Contract, bound: Bound, timeout: float | None = None)
     for agent in bound.agents:
         problem = build(contract, agent, bound, finished=False)
         outcome, reason = _check(problem, problem.machine.saturated(), timeout)
-        out[agent] = {z3.unsat: "enough", z3.sat: "short"}.get(outcome, f"unknown ({reason})")
+        if outcome == z3.unsat:
+            out[agent] = "enough"
+        elif outcome == z3.sat:
+            out[agent] = "short"
+        else:
+            out[agent] = f"unknown ({reason})"
     return out
 
 

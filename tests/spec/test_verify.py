@@ -16,7 +16,7 @@ from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import check
-from replay_contract.spec.verify import verify_contract
+from replay_contract.spec.verify import check_budget, verify_contract
 
 SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
 #: Contracts whose proofs finish in seconds at SMALL (those that never wait).
@@ -38,6 +38,22 @@ def _agree(contract, bound) -> None:
 @pytest.mark.parametrize("name", list(FAST))
 def test_z3_and_explorer_agree(name: str) -> None:
     _agree(FAST[name], SMALL)
+
+
+#: Waiting contracts at a bound where their proofs take seconds: the published one, its
+#: other record_order rule, and a mutant whose counterexample Z3 must find too.
+WAITING = {
+    "ordered": ORDERED,
+    "ordered-before-first-tool-call": evolve(
+        ORDERED, name="ordered-before-first-tool-call", record_order="before-first-tool-call"
+    ),
+    "ordered-impatient": MUTANTS["ordered-impatient"],
+}
+
+
+@pytest.mark.parametrize("name", list(WAITING))
+def test_z3_and_explorer_agree_on_waiting_contracts(name: str) -> None:
+    _agree(WAITING[name], parse("inputs=2,channels=2,keys=1,crashes=1"))
 
 
 def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,3 +143,11 @@ def test_vacuous_bound_is_not_a_proof() -> None:
         ["no-lost-input"],
     )
     assert r.verdict == "unknown" and "vacuous" in r.reason
+
+
+@pytest.mark.parametrize("name", list({**CONTRACTS, **MUTANTS}))
+def test_the_unrolling_is_long_enough(name: str) -> None:
+    """``budget`` gives every run of a small bound the micro-steps it needs."""
+    contract = {**CONTRACTS, **MUTANTS}[name]
+    budget = check_budget(contract, parse("inputs=2,channels=2,keys=1,crashes=1"))
+    assert set(budget.values()) == {"enough"}, budget
