@@ -6,6 +6,7 @@ from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import load
 from replay_contract.spec import manifest
+from replay_contract.spec.bound import DEFAULT
 from replay_contract.spec.properties import PROPERTIES, check
 
 
@@ -17,6 +18,10 @@ def test_manifest_covers_every_contract_and_property() -> None:
     for e in entries:
         assert e.verdict in ("proved", "counterexample", "unknown")
         assert e.status in ("verified", "explorer-only")
+
+
+def test_verify_defaults_to_the_manifests_bound() -> None:
+    assert {e.bound for e in manifest.load()} == {DEFAULT}
 
 
 def test_counterexample_files_replay() -> None:
