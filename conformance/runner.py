@@ -90,16 +90,7 @@ class _Driver:
         if step.kind == "deliver":
             assert step.record is not None
             record = self.channels.deliver(step.record)
-            self.env.record(
-                t.Deliver(
-                    record.identity,
-                    record.key,
-                    record.channel,
-                    record.offset,
-                    record.digest,
-                    record.payload,
-                )
-            )
+            self.env.record(t.Deliver.of(record))
             self._crashable(lambda: self.impl.deliver(record), step.crash_after)
         elif step.kind == "checkpoint":
             number = self.impl.checkpoint()

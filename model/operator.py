@@ -123,16 +123,7 @@ def deliver(world: World, identity: str, crash_after: int | None = None) -> Worl
     session.operator = evolve(
         session.operator, offsets={**world.operator.offsets, record.channel: record.offset + 1}
     )
-    session.emit(
-        t.Deliver(
-            delivered.identity,
-            delivered.key,
-            delivered.channel,
-            delivered.offset,
-            delivered.digest,
-            delivered.payload,
-        )
-    )
+    session.emit(t.Deliver.of(delivered))
     session.arrive(delivered)
     high = {
         **world.high_water,

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from attrs import NOTHING, asdict, fields, frozen
 
 from .agent import Agent, Path
-from .topology import Key
+from .topology import Key, Record
 
 
 @frozen
@@ -31,6 +31,18 @@ class Deliver:
     offset: int
     digest: str
     payload: Any
+
+    @classmethod
+    def of(cls, record: Record) -> Deliver:
+        """The delivery of ``record`` (as it arrives: changed or not)."""
+        return cls(
+            record.identity,
+            record.key,
+            record.channel,
+            record.offset,
+            record.digest,
+            record.payload,
+        )
 
 
 @frozen

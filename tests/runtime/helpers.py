@@ -89,14 +89,5 @@ class ByHand:
 
     def deliver(self, identity: str) -> None:
         record = self.channels.deliver(identity)
-        self.env.record(
-            t.Deliver(
-                record.identity,
-                record.key,
-                record.channel,
-                record.offset,
-                record.digest,
-                record.payload,
-            )
-        )
+        self.env.record(t.Deliver.of(record))
         self.impl.deliver(record)
