@@ -10,14 +10,17 @@ one *heavy* operation: accepting an input (every action of the agent: lookup,
 invalidation on a miss, tool calls, the saved completion, outputs) or a divergence
 (invalidating the key's saved suffix). The advance loop of a waiting contract, the
 restore of each key and the end of input take as many micro-steps as they need. The end
-of an advance loop (the loop of the key found nothing to do: what follows it, the next
-key's loop, the end of the input's divergence or the end of the run) is not a micro-step
-of its own: it opens the next micro-step, before the environment's move and the next
-iteration, unless it diverges (then that is the micro-step's heavy operation, and no
-iteration follows in it). It changes only the state the loop left, so the run is the
-same, in fewer micro-steps; a crash whose cut is reached by then still ends the
-macro-step there, before the move. An epoch whose last micro-step leaves a loop
-unfinished counts as too short for ``check_budget`` (conservatively).
+of an advance loop (the key's loop has nothing left to do; then comes what follows it:
+idling, the next key's loop, the end of input's divergence of the next key, or the end
+of the run) is not a micro-step of its own: it opens the next micro-step, before the
+environment's move and that micro-step's iteration of the loop, unless it diverges (the
+divergence is then the micro-step's heavy operation, and no iteration follows in it);
+likewise the end of input's first key is iterated in the micro-step of ``end`` unless it
+diverges. The end of a loop only reads and changes the state the loop left, so the run
+and the order of its events stay the same, in fewer micro-steps; the check that a
+chosen crash point was reached by the end of its macro-step is made there too. An epoch
+whose last micro-step leaves a loop unfinished counts as too short for ``check_budget``
+(conservatively).
 
 Every rule of the :class:`~replay_contract.model.contracts.Contract` is read from the
 contract value, never from its name, so a proposed contract is encoded the same way as
