@@ -124,12 +124,13 @@ class Monitors:
         else:
             stale = lg.ne(saved_prefix, prefix_now)
         self._break(NO_STALE_REUSE, lg.and_(kept, stale))
-        # divergence-safeguard: the latest divergence at or before the position
-        latest: Sym = -1
+        # divergence-safeguard: a divergence at or before the position after the save
+        # (the save is older than the latest such divergence, or than -1: never)
+        later = [lg.lt(saved_time, -1)]
         for q in range(self.inputs):
             d = self.world.at("diverged", key, q)
-            latest = lg.ite(lg.and_(lg.le(q, position), lg.lt(latest, d)), d, latest)
-        self._break(DIVERGENCE_SAFEGUARD, lg.and_(kept, lg.lt(saved_time, latest)))
+            later.append(lg.and_(lg.le(q, position), lg.lt(saved_time, d)))
+        self._break(DIVERGENCE_SAFEGUARD, lg.and_(kept, lg.or_(*later)))
 
     def tool(self, kept: Sym, record: Sym, version: Sym, entry: int) -> None:
         column = lg.add(lg.ite(lg.eq(version, 0), 0, len(self.plan.entries)), entry)
