@@ -257,7 +257,8 @@ def verify_contract(
     Each agent of the bound is its own encoding and solver; with more than one worker
     (default: one per agent, at most one per core) they run in parallel processes.
     """
-    say = progress or (lambda _: None)
+    global _progress
+    _progress = progress  # forked workers inherit it and report as they go
     jobs = [
         (contract, agent, bound, tuple(properties), timeout, reachability) for agent in bound.agents
     ]
@@ -273,8 +274,6 @@ def verify_contract(
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
     reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
     for outcome in outcomes:
-        for message in outcome.messages:
-            say(message)
         for prop, found in outcome.results.items():
             result = results[prop]
             result.seconds += found.seconds
@@ -301,7 +300,6 @@ class AgentOutcome:
 
     results: dict[str, Result]
     reach: dict[str, str]
-    messages: list[str]
 
     @property
     def refutes_all(self) -> bool:
@@ -313,6 +311,15 @@ class AgentOutcome:
 
 
 Job = tuple[Contract, str, Bound, tuple[str, ...], float | None, bool]
+
+#: The progress of the ``verify_contract`` call running; forked workers inherit it, so
+#: each agent reports its steps as they happen, not when it is done.
+_progress: Progress | None = None
+
+
+def _say(message: str) -> None:
+    if _progress is not None:
+        _progress(message)
 
 
 def _in_parallel(jobs: list[Job], workers: int, properties: int) -> list[AgentOutcome]:
@@ -342,11 +349,11 @@ def _verify_agent(
     reachability: bool,
 ) -> AgentOutcome:
     """Every property and the reachability checks on the encoding of one agent."""
-    messages = [f"{contract.name}: encoding agent {agent!r} at {bound}"]
+    _say(f"{contract.name}: encoding agent {agent!r} at {bound}")
     problem = build(contract, agent, bound)
     share = problem.build_seconds / max(len(properties), 1)
-    messages.append(
-        f"{contract.name}: {len(problem.machine.decode)} micro-steps, "
+    _say(
+        f"{contract.name} / {agent}: {len(problem.machine.decode)} micro-steps, "
         f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
     )
     results = {}
@@ -362,9 +369,7 @@ def _verify_agent(
             result.verdict = "unknown"
             result.reason = f"agent {agent}: {reason}"
         result.seconds += time.monotonic() - started
-        messages.append(
-            f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)"
-        )
+        _say(f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)")
     reach: dict[str, str] = {}  # nothing checked
     if reachability:
         for behaviour in BEHAVIOURS:
@@ -378,7 +383,7 @@ def _verify_agent(
             spent = time.monotonic() - started
             for r in results.values():
                 r.seconds += spent / len(results)
-    return AgentOutcome(results, reach, messages)
+    return AgentOutcome(results, reach)
 
 
 def check_budget(contract: Contract, bound: Bound, timeout: float | None = None) -> dict[str, str]:
