@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_contract.cli import CommandError
-from replay_contract.commands.simulate import chosen_contracts
+from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.spec.bound import DEFAULT, BoundError, parse
 from replay_contract.spec.properties import PROPERTIES
 
@@ -23,17 +23,7 @@ def register(sub: Any) -> None:
         "each property, whether any run within the bound breaks it. Each counterexample "
         "is replayed through the model, written as a scenario file and shown as a table.",
     )
-    p.add_argument(
-        "--contract",
-        default="all",
-        help="a contract name, a comma-separated list, or 'all' (default)",
-    )
-    p.add_argument(
-        "--contract-file",
-        type=Path,
-        metavar="FILE",
-        help='a proposed contract as JSON ({"based_on": "ordered", ...})',
-    )
+    add_contract_options(p)
     p.add_argument(
         "--property",
         default="all",
