@@ -263,14 +263,17 @@ def verify_contract(
         (contract, agent, bound, tuple(properties), timeout, reachability) for agent in bound.agents
     ]
     count = min(len(jobs), workers or os.cpu_count() or 1)
-    if count > 1 and "fork" in mp.get_all_start_methods():
-        outcomes = _in_parallel(jobs, count, len(properties))
-    else:
-        outcomes = []
-        for job in jobs:
-            outcomes.append(_verify_agent(*job))
-            if outcomes[-1].refutes_all:
-                break  # every property has its counterexample: the other agents add nothing
+    try:
+        if count > 1 and "fork" in mp.get_all_start_methods():
+            outcomes = _in_parallel(jobs, count, len(properties))
+        else:
+            outcomes = []
+            for job in jobs:
+                outcomes.append(_verify_agent(*job))
+                if outcomes[-1].refutes_all:
+                    break  # every property has its counterexample: the others add nothing
+    finally:
+        _progress = None
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
     reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
     for outcome in outcomes:
@@ -296,7 +299,7 @@ def verify_contract(
 
 @frozen
 class AgentOutcome:
-    """What the encoding of one agent gives: per property, reachability, progress."""
+    """What the encoding of one agent gives: per property, and per behaviour checked."""
 
     results: dict[str, Result]
     reach: dict[str, str]
