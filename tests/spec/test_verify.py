@@ -56,22 +56,13 @@ def test_z3_and_explorer_agree_on_waiting_contracts(name: str) -> None:
     _agree(WAITING[name], parse("inputs=2,channels=2,keys=1,crashes=1"))
 
 
+def _verify(out: Path, *args: str) -> int:
+    """``replay-contract verify ARGS`` at the small bound, quietly, writing into ``out``."""
+    return main(["verify", *args, "--bound", str(SMALL), "--quiet", "--out", str(out)])
+
+
 def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(
-        [
-            "verify",
-            "--contract",
-            "seqnum",
-            "--property",
-            "complete-reuse",
-            "--bound",
-            str(SMALL),
-            "--json",
-            "--quiet",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    status = _verify(tmp_path, "--contract", "seqnum", "--property", "complete-reuse", "--json")
     assert status == 0
     (result,) = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "counterexample"
@@ -87,20 +78,7 @@ def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_cli_text_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main(
-        [
-            "verify",
-            "--contract",
-            "stable-id",
-            "--property",
-            "no-stale-reuse",
-            "--bound",
-            str(SMALL),
-            "--quiet",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    _verify(tmp_path, "--contract", "stable-id", "--property", "no-stale-reuse")
     out = capsys.readouterr().out
     assert "counterexample" in out and "reused" in out and "replay-contract simulate" in out
 
@@ -110,20 +88,8 @@ def test_proposed_contract_from_a_file(tmp_path: Path, capsys: pytest.CaptureFix
     proposal.write_text(
         json.dumps({"name": "seqnum-masking", "based_on": "seqnum", "on_miss": "nothing"})
     )
-    main(
-        [
-            "verify",
-            "--contract-file",
-            str(proposal),
-            "--property",
-            "divergence-safeguard",
-            "--bound",
-            str(SMALL),
-            "--json",
-            "--quiet",
-            "--out",
-            str(tmp_path),
-        ]
+    _verify(
+        tmp_path, "--contract-file", str(proposal), "--property", "divergence-safeguard", "--json"
     )
     (result,) = json.loads(capsys.readouterr().out)
     assert result["contract"] == "seqnum-masking"
