@@ -88,7 +88,14 @@ def run(args: argparse.Namespace) -> int:
             progress(f"{name}: skipped ({exc})")
             results[name] = {"skipped": str(exc)}
             continue
-        results[name] = measure(backend, name, args.inputs, args.keys, args.repeat, replayed, pads)
+        try:
+            results[name] = measure(
+                backend, name, args.inputs, args.keys, args.repeat, replayed, pads
+            )
+        finally:
+            close = getattr(backend, "close", None)
+            if close is not None:
+                close()
     if args.json:
         print(json.dumps({"backends": results}, indent=2))
     else:

@@ -8,6 +8,7 @@ each :meth:`~FlussBackend.namespace`, and drops it again; :class:`FlussNamespace
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import time
 import uuid
@@ -49,6 +50,7 @@ class FlussBackend:
         self.where = f"fluss at {bootstrap}"
         self._loop = Loop(self.where)
         self._conn: fluss.FlussConnection | None = None
+        atexit.register(self.close)  # closed before the interpreter exits: see fluss_client
 
     def _admin(self) -> Callable[[], Coroutine[Any, Any, fluss.FlussAdmin]]:
         async def admin() -> fluss.FlussAdmin:
@@ -151,5 +153,7 @@ class FlussBackend:
             self._loop.run(drop, min(self.timeout, 10.0), f"dropping database {database}")
 
     def close(self) -> None:
+        """Release the admin connection (idempotent); databases stay."""
+        atexit.unregister(self.close)
         conn, self._conn = self._conn, None
         self._loop.close(conn.close if conn is not None else None)

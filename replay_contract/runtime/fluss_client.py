@@ -6,11 +6,22 @@ of a writer that saw the server go, a connection to a stopped tablet server). Ev
 therefore runs on :class:`Loop` with a bound; :meth:`Loop.retrying` repeats a call that
 failed or took too long until an overall deadline, and the store passes a hook that opens
 a new connection before each retry.
+
+pyfluss completes an awaited call from one of its native threads, which takes the GIL,
+queues the result on the event loop and wakes the loop by writing to its socket. The main
+thread may take the result and run on before that thread has its GIL back; if the main
+thread then reaches interpreter shutdown, the native thread, denied the GIL for good,
+is ended from under Rust frames and the process aborts (SIGABRT or SIGBUS, once the work
+is done: about one run in 15 of ``bench --backend fluss`` did). So the process waits
+:data:`EXIT_GRACE` seconds at exit (:mod:`atexit`, before shutdown begins), which lets
+such a thread finish; and every object that owns a connection registers its ``close``
+to run before that wait, and unregisters it once closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -29,7 +40,17 @@ ATTEMPT = 5.0
 #: server that went away keeps a core busy); the store retries on its own.
 WRITER_RETRIES = 3
 
+#: Seconds the interpreter waits at exit for pyfluss's threads (see the module docstring).
+EXIT_GRACE = 0.1
+
 T = TypeVar("T")
+
+
+def _grace() -> None:
+    time.sleep(EXIT_GRACE)
+
+
+atexit.register(_grace)  # registered first, so it runs after every close at exit
 
 
 def client_config(bootstrap: str) -> fluss.Config:

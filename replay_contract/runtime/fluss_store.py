@@ -45,6 +45,7 @@ table, bucket and offset.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import time
 import uuid
@@ -154,6 +155,7 @@ class FlussStore:
         self._end = 0
         self._broken: str | None = None
         self._closed = False
+        atexit.register(self.close)  # closed before the interpreter exits: see fluss_client
 
     def _path(self, table: str) -> fluss.TablePath:
         return fluss.TablePath(self.database, table)
@@ -461,6 +463,7 @@ class FlussStore:
         if self._closed:
             return
         self._closed = True
+        atexit.unregister(self.close)
         tables, self._tables = self._tables, None
         self._loop.close(tables.conn.close if tables is not None else None)
 

@@ -348,3 +348,38 @@ def test_bench_on_the_real_cluster(fluss_bootstrap: str) -> None:
         assert row["tool_calls_repeated"] == repeated
     assert [r["entries_read"] for r in figures["recovery_by_entries_before_marker"]] == [20, 20]
     assert "fluss: recovery" in result.stderr  # progress
+
+
+_SHORT_LIVED = """\
+import sys
+from replay_contract.model.store import Completion
+from replay_contract.runtime.fluss_backend import FlussBackend
+
+backend = FlussBackend(sys.argv[1], timeout=30.0)
+namespace = backend.namespace()
+store = namespace.connect()
+store.append([Completion("k", 0, "x0", "0" * 12, ("respond",), (None,), (), ("out",))])
+assert [entry for _, entry in store.read(0)]
+store.close()
+namespace.drop()
+backend.close()
+print("done", flush=True)
+"""
+
+
+def test_processes_that_used_fluss_exit_cleanly(fluss_bootstrap: str) -> None:
+    """pyfluss completes a call from a native thread that may still need the GIL when the
+    main thread reaches shutdown; without the wait at exit (fluss_client.EXIT_GRACE) about
+    one such process in 15 died of SIGABRT or SIGBUS after its work was done."""
+    codes = []
+    for _ in range(25):
+        result = subprocess.run(
+            [sys.executable, "-c", _SHORT_LIVED, fluss_bootstrap],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert "done" in result.stdout, result.stderr
+        codes.append(result.returncode)
+    assert codes == [0] * 25
