@@ -382,16 +382,24 @@ def _verify_agent(
     reach: dict[str, str] = {}  # nothing checked
     if reachability:
         for behaviour in BEHAVIOURS:
+            if behaviour in reach:
+                continue  # the run found for an earlier behaviour shows it
             reach[behaviour] = "unreachable"
             started = time.monotonic()
             outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
             if outcome == z3.sat:
                 reach[behaviour] = "reached"
+                model = problem.solver.model()
+                for other in BEHAVIOURS:
+                    flag = lg.lift_bool(problem.machine.reach[other])
+                    if other not in reach and z3.is_true(model.eval(flag, model_completion=True)):
+                        reach[other] = "reached"
             elif outcome == z3.unknown:
                 reach[behaviour] = f"unknown ({reason})"
             spent = time.monotonic() - started
             for r in results.values():
                 r.seconds += spent / len(results)
+        reach = {b: reach[b] for b in BEHAVIOURS}
     return AgentOutcome(results, reach)
 
 
