@@ -23,6 +23,7 @@ folder for an empty one.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 import time
@@ -167,6 +168,9 @@ def _argv(java: common.Java, lib: Path, directory: Path, role: str) -> list[str]
         f"-Xmx{HEAP_MB[role]}m",
         *JVM_OPTIONS,
         f"-Dlog4j2.configurationFile={directory / 'conf' / 'log4j2.properties'}",
+        # RocksDB's native library and remote-log scratch go here, not to the system's
+        # temporary folder, where every start would leave a copy behind.
+        f"-Djava.io.tmpdir={directory / 'tmp'}",
         "-cp",
         common.classpath_argument(lib),
         MAIN_CLASSES[role],
@@ -176,7 +180,8 @@ def _argv(java: common.Java, lib: Path, directory: Path, role: str) -> list[str]
 
 def _write_configuration(directory: Path, ports: dict[str, int]) -> None:
     paths = _paths(directory)
-    for folder in [*paths["conf"].values(), *paths["data"].values()]:
+    shutil.rmtree(directory / "tmp", ignore_errors=True)  # what earlier starts left there
+    for folder in [*paths["conf"].values(), *paths["data"].values(), directory / "tmp"]:
         folder.mkdir(parents=True, exist_ok=True)
     (directory / "conf" / "log4j2.properties").write_text(LOG4J2)
     zookeeper = _zookeeper_config(ports["zookeeper"], paths["data"]["zookeeper"])

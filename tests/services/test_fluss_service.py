@@ -159,6 +159,11 @@ def test_up_status_down_of_a_separate_cluster(fluss_bootstrap: str, tmp_path: Pa
             await bounded(connection.close())
 
     assert asyncio.run(nodes()) == ["CoordinatorServer", "TabletServer"]
+    for pid in status["pids"]:  # scratch files (RocksDB's library) stay in the state folder
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        tmpdirs = [a for a in argv if a.startswith(b"-Djava.io.tmpdir=")]
+        assert len(tmpdirs) == 1
+        assert Path(tmpdirs[0].partition(b"=")[2].decode()).is_relative_to(tmp_path)
 
     stopped = services_json("down", "fluss", env=env)
     assert sorted(stopped["stopped"]) == sorted(status["pids"])
