@@ -93,9 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 backend, name, args.inputs, args.keys, args.repeat, replayed, pads
             )
         finally:
-            close = getattr(backend, "close", None)
-            if close is not None:
-                close()
+            backend.close()
     if args.json:
         print(json.dumps({"backends": results}, indent=2))
     else:

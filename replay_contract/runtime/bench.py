@@ -173,6 +173,9 @@ class _Prepared:
     def namespace(self) -> Namespace:
         return self._namespace
 
+    def close(self) -> None:
+        pass  # the namespace belongs to the caller
+
 
 def pad_namespace(namespace: Namespace, entries: int, key: Key = "hot") -> None:
     """Fill ``namespace`` with ``entries`` completions: nine in ten of other keys, one in

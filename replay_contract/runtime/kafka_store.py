@@ -314,6 +314,11 @@ class KafkaBackend:
             self._admin = AdminClient(_client_config(self.bootstrap, self.timeout))
         return self._admin
 
+    def close(self) -> None:
+        """Drop the admin client (confluent-kafka has no explicit close); topics stay.
+        A later call opens a new one."""
+        self._admin = None
+
     def namespace(self) -> KafkaNamespace:
         topic = f"{self.prefix}-{uuid.uuid4().hex[:12]}"
         self.create_topic(topic)

@@ -84,6 +84,9 @@ class MemoryBackend:
     def namespace(self) -> MemoryNamespace:
         return MemoryNamespace(f"memory-{next(_numbers)}")
 
+    def close(self) -> None:
+        pass  # holds no client
+
 
 def backend() -> MemoryBackend:
     """The benchmark's ``memory`` backend."""

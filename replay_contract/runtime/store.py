@@ -118,3 +118,7 @@ class Backend(Protocol):
     def namespace(self) -> Namespace:
         """A fresh, empty namespace that no other run uses."""
         ...
+
+    def close(self) -> None:
+        """Release the clients the backend holds (idempotent); namespaces stay."""
+        ...

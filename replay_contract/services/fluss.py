@@ -122,6 +122,11 @@ def _paths(directory: Path) -> dict[str, dict[str, Path]]:
     }
 
 
+def _scratch(directory: Path) -> Path:
+    """The servers' temporary folder (``java.io.tmpdir``), emptied at each start."""
+    return directory / "tmp"
+
+
 def _processes(state: dict[str, Any] | None) -> list[Process]:
     return [Process.from_json(p) for p in state["processes"]] if state else []
 
@@ -170,7 +175,7 @@ def _argv(java: common.Java, lib: Path, directory: Path, role: str) -> list[str]
         f"-Dlog4j2.configurationFile={directory / 'conf' / 'log4j2.properties'}",
         # RocksDB's native library and remote-log scratch go here, not to the system's
         # temporary folder, where every start would leave a copy behind.
-        f"-Djava.io.tmpdir={directory / 'tmp'}",
+        f"-Djava.io.tmpdir={_scratch(directory)}",
         "-cp",
         common.classpath_argument(lib),
         MAIN_CLASSES[role],
@@ -180,8 +185,8 @@ def _argv(java: common.Java, lib: Path, directory: Path, role: str) -> list[str]
 
 def _write_configuration(directory: Path, ports: dict[str, int]) -> None:
     paths = _paths(directory)
-    shutil.rmtree(directory / "tmp", ignore_errors=True)  # what earlier starts left there
-    for folder in [*paths["conf"].values(), *paths["data"].values(), directory / "tmp"]:
+    shutil.rmtree(_scratch(directory), ignore_errors=True)  # what earlier starts left there
+    for folder in [*paths["conf"].values(), *paths["data"].values(), _scratch(directory)]:
         folder.mkdir(parents=True, exist_ok=True)
     (directory / "conf" / "log4j2.properties").write_text(LOG4J2)
     zookeeper = _zookeeper_config(ports["zookeeper"], paths["data"]["zookeeper"])
