@@ -166,7 +166,14 @@ Env = Callable[[int, Sym], Move]
 
 class Machine:
     def __init__(
-        self, contract: Contract, agent: str, bound: BoundLike, shape: Shape, env: Env, epoch: int
+        self,
+        contract: Contract,
+        agent: str,
+        bound: BoundLike,
+        shape: Shape,
+        env: Env,
+        epoch: int,
+        first: int | None = None,
     ) -> None:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
@@ -174,7 +181,10 @@ class Machine:
         self.shape = shape
         self.env = env
         self.epoch = epoch
-        self.steps = epoch * (bound.crashes + 1)
+        # where each epoch starts; the first one (before any crash) may be shorter
+        first = epoch if first is None else first
+        self.starts = [0, *(first + e * epoch for e in range(bound.crashes + 1))]
+        self.steps = self.starts.pop()
         self.after_epoch: list[tuple[Sym, Sym]] = []
         self.assumptions: list[Sym] = []
         self.slots = self.allocate(shape)
@@ -353,7 +363,9 @@ class Machine:
             -1,
         )
         for s in self.written("completion"):
-            if s.entry != entry:
+            if s.entry != entry or s.epoch == self.current:
+                # a record is accepted at most once per epoch and writes its slot of an
+                # entry after looking it up: its slot of this epoch is not there yet
                 continue
             conds = [self.valid(s), lg.eq(record, s.record), lg.eq(s.version, version)]
             if match == "position":
@@ -712,7 +724,7 @@ class Machine:
 
     def micro_step(self, t: int) -> None:
         c, op, w = self.contract, self.op, self.world
-        self.current = t // self.epoch
+        self.current = max(e for e, start in enumerate(self.starts) if start <= t)
         pre_div: Sym = False
         pre_done: Sym = False
         if c.wait:
@@ -806,7 +818,8 @@ class Machine:
         self.monitors.deliver(delivering, record)
         self.tick()
         key = self.key_of(record)
-        if c.wait:
+        if c.wait and self.current > 0:
+            # nothing recovers before the first restore
             waits = lg.and_(delivering, self.recovering(key))
             direct = lg.and_(delivering, lg.not_(waits))
             self.arrive_waiting(waits, record, version)
@@ -855,7 +868,7 @@ class Machine:
         done = lg.or_(pre_done, done)
         self.monitors_end(done)
         info["padding"] = lg.and_(idle, lg.eq(move.main, NOTHING))
-        if t % self.epoch:
+        if t not in self.starts:
             # padding only at the end of an epoch: an idle micro-step changes nothing, so
             # moving it after the epoch's other moves gives the same run (symmetry breaking)
             self.assume(lg.implies(self.decode[-1]["padding"], info["padding"]))
@@ -865,7 +878,7 @@ class Machine:
             # into the padding gives the same run
             self.assume(lg.implies(lg.and_(idle, up, self.decode[-1]["padding"]), move.crash))
         self.decode.append(info)
-        if (t + 1) % self.epoch == 0:
+        if t + 1 in self.starts or t + 1 == self.steps:
             self.after_epoch.append((w["phase"], w["up"]))
 
     def monitors_end(self, done: Sym) -> None:
@@ -885,20 +898,21 @@ class Machine:
     def boundaries(self) -> set[int]:
         """The micro-steps where a restore may happen: the start of each epoch after the
         first (each crash is followed by a restore at the next boundary)."""
-        return {e * self.epoch for e in range(1, self.f + 1)}
+        return set(self.starts[1:])
 
     def saturated(self) -> Sym:
         """Some epoch used every micro-step without finishing its part of the run: the
         unrolling may be too short for some scenario of the bound."""
         out: Sym = False
         for e in range(self.f + 1):
-            steps = self.decode[e * self.epoch : (e + 1) * self.epoch]
+            end = self.starts[e + 1] if e < self.f else self.steps
+            steps = self.decode[self.starts[e] : end]
             busy = lg.and_(*(lg.not_(i["padding"]) for i in steps))
             phase, up = self.after_epoch[e]
             if e == self.f:
                 spills = lg.ne(phase, DONE)
             else:
-                following = self.decode[(e + 1) * self.epoch]
+                following = self.decode[self.starts[e + 1]]
                 goes_on = lg.or_(lg.eq(following["main"], DELIVER), lg.eq(following["main"], END))
                 spills = lg.and_(
                     up, lg.or_(lg.eq(phase, ADVANCE), lg.and_(lg.eq(phase, IDLE), goes_on))
@@ -934,6 +948,15 @@ def budget(contract: Contract, bound: BoundLike) -> int:
     # micro-step (measured tight at small bounds by ``check_budget``: one micro-step
     # fewer is short)
     return moves + n + k
+
+
+def first_budget(contract: Contract, bound: BoundLike) -> int:
+    """Micro-steps of the first epoch (before any crash), enough for every scenario of
+    the bound. Nothing is recovering before the first restore, so nothing waits: every
+    record is accepted as it is delivered, then the end of input; with waiting, the end
+    of input also takes its micro-step per key."""
+    n, k = bound.inputs, bound.keys
+    return n + 1 + (k if contract.wait else 0)
 
 
 # -- drivers -------------------------------------------------------------------------
@@ -973,22 +996,27 @@ class ScheduleEnv:
     """Feeds a concrete schedule (a list of moves) to the machine, idling until the
     next epoch boundary before a restore."""
 
-    def __init__(self, moves: list[Move], epoch: int) -> None:
+    def __init__(self, moves: list[Move], boundaries: set[int]) -> None:
         self.moves = list(moves)
-        self.epoch = epoch
+        self.boundaries = boundaries
         self.used = 0
 
     def __call__(self, t: int, idle: Sym) -> Move:
         if idle is True and self.used < len(self.moves):
             move = self.moves[self.used]
-            if move.main != RESTORE or (t > 0 and t % self.epoch == 0):
+            if move.main != RESTORE or t in self.boundaries:
                 self.used += 1
                 return move
         return Move(False, False, NOTHING, 0, -1)
 
 
 def run_concrete(
-    contract: Contract, bound: BoundLike, shape: Any, steps: Any, epoch: int | None = None
+    contract: Contract,
+    bound: BoundLike,
+    shape: Any,
+    steps: Any,
+    epoch: int | None = None,
+    first: int | None = None,
 ) -> Machine:
     """The machine driven by one scenario of the bound (a
     :class:`replay_contract.model.bounded.Shape` and its schedule)."""
@@ -996,7 +1024,8 @@ def run_concrete(
 
     channel_of = {record_name(r): shape.channel[r] for r in range(shape.inputs)}
     epoch = epoch or budget(contract, bound)
-    env = ScheduleEnv(moves_of(steps, channel_of), epoch)
+    first = first or first_budget(contract, bound)
+    env = ScheduleEnv(moves_of(steps, channel_of), {first + e * epoch for e in range(bound.crashes)})
     machine = Machine(
         contract,
         shape.agent,
@@ -1004,6 +1033,7 @@ def run_concrete(
         concrete_shape(shape.channel, shape.key, shape.mode),
         env,
         epoch,
+        first,
     )
     machine.run()
     return machine

@@ -101,7 +101,12 @@ class Problem:
 
 
 def build(
-    contract: Contract, agent: str, bound: Bound, finished: bool = True, epoch: int | None = None
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    finished: bool = True,
+    epoch: int | None = None,
+    first: int | None = None,
 ) -> Problem:
     started = time.monotonic()
     solver = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
@@ -113,6 +118,7 @@ def build(
         shape,
         enc.symbolic_env,
         epoch if epoch is not None else enc.budget(contract, bound),
+        first if first is not None else enc.first_budget(contract, bound),
     )
     machine.run()
     for a in machine.assumptions:
