@@ -273,6 +273,19 @@ class Machine:
         """The slots that may have been written so far (epochs up to the current one)."""
         return [s for s in self.slots if s.epoch <= self.current and (not kind or s.kind == kind)]
 
+    def settled(self, kind: str = "") -> list[Slot]:
+        """The slots written before this epoch. Within an epoch a key's position only
+        grows, so a slot written in it lies before its key's position (or is the entry
+        of the input being accepted): no invalidation of that key voids it and no
+        checkpoint needs it."""
+        return [s for s in self.written(kind) if s.epoch < self.current]
+
+    def voidable(self, kind: str = "") -> list[Slot]:
+        """The slots an invalidation may void: with scope ``key``, the settled ones."""
+        if self.contract.invalidation_scope == "key":
+            return self.settled(kind)
+        return self.written(kind)
+
     def visible(self, s: Slot | InvalidationMark) -> Sym:
         return lg.le(self.op["marker"], s.time)
 
@@ -317,7 +330,7 @@ class Machine:
         return lg.or_(
             *(
                 lg.and_(self.valid(s), self.voids(s, target, position, keep))
-                for s in self.written("completion")
+                for s in self.voidable("completion")
             )
         )
 
@@ -395,7 +408,7 @@ class Machine:
         for target, present in targets:
             here = lg.and_(happens, present)
             some = self.voids_some(target, position, keep)
-            earlier = self.written()
+            earlier = self.voidable()
             time = self.tick()
             if c.durable_invalidation:
                 kept = self.effect(here)
@@ -517,7 +530,7 @@ class Machine:
         op = self.op
         needed = [
             (lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.time)
-            for s in self.written()
+            for s in self.settled()
         ]
         op.set("marker", lg.minimum(needed, self.time + 1), happens)
         self.saved.assign(op, happens)
