@@ -31,7 +31,7 @@ from attrs import evolve
 from replay_contract.model.bounded import explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 
-from .bound import parse
+from .bound import DEFAULT, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import verify_contract
 
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--contracts", default="seqnum,stable-id,read-set,no-divergence-check")
     p.add_argument(
         "--ordered-bound",
-        default="inputs=2,channels=2,keys=2,crashes=1",
+        default=str(DEFAULT),
         help="bound of the ordered proofs (the issue's goal: inputs=8,channels=3,keys=2,crashes=2)",
     )
     p.add_argument(

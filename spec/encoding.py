@@ -1038,7 +1038,9 @@ def run_concrete(
     channel_of = {record_name(r): shape.channel[r] for r in range(shape.inputs)}
     epoch = epoch or budget(contract, bound)
     first = first or first_budget(contract, bound)
-    env = ScheduleEnv(moves_of(steps, channel_of), {first + e * epoch for e in range(bound.crashes)})
+    env = ScheduleEnv(
+        moves_of(steps, channel_of), {first + e * epoch for e in range(bound.crashes)}
+    )
     machine = Machine(
         contract,
         shape.agent,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import z3
-from attrs import define, field, frozen
+from attrs import define, evolve, field, frozen
 
 from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
@@ -208,11 +208,70 @@ def replay(
             f"{name}: the decoded run {[str(s) for s in steps]} of "
             f"{shape} does not break {prop} in the model"
         )
-    small = shape.scenario(shrink(scenario, problem.contract, prop), name, description)
+    shape, steps = simplify(shape, shrink(scenario, problem.contract, prop), problem.contract, prop)
+    small = shape.scenario(steps, name, description)
     run = simulate(small, problem.contract)
     verdict = check(prop, run.trace)
     assert not verdict.holds
     return Counterexample(small, run, verdict.explanation)
+
+
+def simplify(
+    shape: bounded.Shape, steps: list[Step], contract: Contract, prop: str
+) -> tuple[bounded.Shape, list[Step]]:
+    """A smaller scenario that still breaks ``prop`` in the model: records dropped (with
+    their deliveries) and records made to replay the same, one at a time while the
+    violation stays; the schedule is shrunk again after each change."""
+
+    def breaks(candidate: bounded.Shape, schedule: list[Step]) -> bool:
+        try:
+            run = simulate(candidate.scenario(schedule), contract)
+        except ValueError:
+            return False
+        return not check(prop, run.trace).holds
+
+    changed = True
+    while changed:
+        changed = False
+        for r in range(shape.inputs - 1, -1, -1):
+            if shape.inputs > 1:
+                candidate, schedule = _without(shape, steps, r)
+                if breaks(candidate, schedule):
+                    shape, steps, changed = candidate, schedule, True
+                    break
+            if shape.mode[r] != "same":
+                mode = (*shape.mode[:r], "same", *shape.mode[r + 1 :])
+                candidate = evolve(shape, mode=mode)
+                if breaks(candidate, steps):
+                    shape, changed = candidate, True
+                    break
+        if changed:
+            steps = shrink(shape.scenario(steps), contract, prop)
+    return shape, steps
+
+
+def _without(shape: bounded.Shape, steps: list[Step], r: int) -> tuple[bounded.Shape, list[Step]]:
+    """``shape`` without record ``r`` (the others renumbered, channels and keys renamed
+    in order of first appearance) and ``steps`` without its deliveries."""
+    keep = [q for q in range(shape.inputs) if q != r]
+    channels: dict[int, int] = {}
+    keys: dict[int, int] = {}
+    for q in keep:
+        channels.setdefault(shape.channel[q], len(channels))
+        keys.setdefault(shape.key[q], len(keys))
+    smaller = evolve(
+        shape,
+        channel=tuple(channels[shape.channel[q]] for q in keep),
+        key=tuple(keys[shape.key[q]] for q in keep),
+        mode=tuple(shape.mode[q] for q in keep),
+    )
+    names = {bounded.record_name(q): bounded.record_name(i) for i, q in enumerate(keep)}
+    schedule = [
+        evolve(step, record=names[step.record]) if step.record else step
+        for step in steps
+        if step.record != bounded.record_name(r)
+    ]
+    return smaller, schedule
 
 
 def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:

@@ -77,6 +77,20 @@ def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert len(scenario.topology.channels) == 2 and len(scenario.topology.keys) == 1
 
 
+def test_a_counterexample_keeps_only_the_records_it_needs() -> None:
+    """At a bound with more records than the violation needs, the reported scenario is
+    still the reversed interleaving: two records, one per channel, both replayable."""
+    (result,) = verify_contract(
+        CONTRACTS["seqnum"], parse("inputs=4,channels=2,keys=2,crashes=1"), ["complete-reuse"]
+    )
+    assert result.counterexample is not None
+    topology = result.counterexample.scenario.topology
+    assert [len(c.records) for c in topology.channels] == [1, 1]
+    assert len(topology.keys) == 1 and all(c.replayable for c in topology.channels)
+    run = simulate(result.counterexample.scenario, CONTRACTS["seqnum"])
+    assert not check("complete-reuse", run.trace).holds
+
+
 def test_cli_text_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _verify(tmp_path, "--contract", "stable-id", "--property", "no-stale-reuse")
     out = capsys.readouterr().out
