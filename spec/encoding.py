@@ -30,10 +30,11 @@ the published ones: ``match`` picks the fields a lookup compares, ``on_miss``,
 encoding.
 
 The store keeps one *slot* per record, action and epoch (and one per record and epoch
-for a standalone order entry): the micro-steps come in ``crashes + 1`` epochs of equal
-length, a restore happens only at the start of an epoch, and within one epoch a record
-is accepted at most once (the channel offsets only move forward until the next
-restore), so it writes each of its entries at most once. This loses no run of the
+for a standalone order entry): the micro-steps come in ``crashes + 1`` epochs (the
+first, before any restore, needs fewer micro-steps than the others: :func:`budget` and
+:func:`first_budget`), a restore happens only at the start of an epoch, and within one
+epoch a record is accepted at most once (the channel offsets only move forward until
+the next restore), so it writes each of its entries at most once. This loses no run of the
 bound and keeps the store at ``inputs x (actions + 1) x (crashes + 1)`` slots, whatever
 the number of micro-steps. A slot is present when its write happened and was not cut
 off by a crash; it carries the tick of the write, which orders the store like the
@@ -50,7 +51,10 @@ that ends with padding while the operator is up is followed by a crash and resto
 (otherwise the next moves could as well fill the padding: the same run); a move that
 delivers nothing names channel 0. A schedule of the model
 (:class:`ScheduleEnv`) always has this form, so the tests that compare the machine
-with the model cover them.
+with the model cover them. Where only the last checkpoint before a restore can matter
+(:func:`quiet_checkpoints`), ``verify`` also takes at most one checkpoint between two
+restores and none in the last epoch (:class:`SymbolicEnv`); the tests that compare
+``verify`` with the explorer cover that.
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter (the tests compare it with the model, event by event in effect); driven by
@@ -174,6 +178,7 @@ class Machine:
         env: Env,
         epoch: int,
         first: int | None = None,
+        one_checkpoint: bool = False,
     ) -> None:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
@@ -181,6 +186,8 @@ class Machine:
         self.shape = shape
         self.env = env
         self.epoch = epoch
+        # at most one checkpoint between two restores (see :class:`SymbolicEnv`)
+        self.one_checkpoint = one_checkpoint and quiet_checkpoints(contract)
         # where each epoch starts; the first one (before any crash) may be shorter
         first = epoch if first is None else first
         self.starts = [0, *(first + e * epoch for e in range(bound.crashes + 1))]
@@ -225,6 +232,7 @@ class Machine:
         w.scalar("delivered", 0)
         w.array("order", k, 0)
         w.array("order-in", k, False)
+        w.scalar("checkpointed", False)
         self.monitors = Monitors(self.plan, n, k, contract.basis, op, w)
         self.saved = op.copy()
 
@@ -571,6 +579,7 @@ class Machine:
         self.reach["restore"] = lg.or_(self.reach["restore"], happens)
         op.assign(self.saved, happens)
         w.set("up", True, happens)
+        w.set("checkpointed", False, happens)
         self.tick()
         if not self.contract.wait:
             return
@@ -791,7 +800,11 @@ class Machine:
             "cut": move.cut,
         }
         # checkpoint and plain crash
-        self.checkpoint(lg.and_(idle, up, move.checkpoint))
+        checkpointing = lg.and_(idle, up, move.checkpoint)
+        if self.one_checkpoint:
+            self.assume(lg.not_(lg.and_(checkpointing, w["checkpointed"])))
+            w.set("checkpointed", True, checkpointing)
+        self.checkpoint(checkpointing)
         crashed = lg.and_(idle, up, move.crash)
         w.set("up", False, crashed)
         w.set("crashes", lg.add(w["crashes"], lg.ite(crashed, 1, 0)))
@@ -995,14 +1008,36 @@ def symbolic_shape(bound: BoundLike, solver_assume: Callable[[Sym], None]) -> Sh
     return Shape(list(channel), list(key), list(mode))
 
 
-def symbolic_env(t: int, idle: Sym) -> Move:
-    return Move(
-        z3.Bool(f"t{t}_checkpoint"),
-        z3.Bool(f"t{t}_crash"),
-        lg.int_var(f"t{t}_main"),
-        lg.int_var(f"t{t}_channel"),
-        lg.int_var(f"t{t}_cut"),
-    )
+def quiet_checkpoints(contract: Contract) -> bool:
+    """Whether only the last checkpoint before a restore can matter (see
+    :class:`SymbolicEnv`): lookups by position, invalidations of one key only."""
+    return contract.match == "position" and contract.invalidation_scope == "key"
+
+
+class SymbolicEnv:
+    """Every move free, except checkpoints that cannot matter. Where
+    :func:`quiet_checkpoints` holds, a checkpoint changes the state a restore brings back
+    and the store's recovery marker, which hides entries before their key's position;
+    no later lookup or invalidation looks there before the next restore, and a later
+    checkpoint computes the same marker whether or not the earlier one hid them. So a
+    checkpoint in the last epoch (no restore follows it) changes nothing, and of several
+    checkpoints between two restores only the last one counts: the same run without the
+    others breaks the same properties. The machine built with ``one_checkpoint`` takes
+    at most one checkpoint between two restores; this environment takes none in the
+    last epoch."""
+
+    def __init__(self, contract: Contract, last: int) -> None:
+        self.quiet_from = last if quiet_checkpoints(contract) else None
+
+    def __call__(self, t: int, idle: Sym) -> Move:
+        quiet = self.quiet_from is not None and t >= self.quiet_from
+        return Move(
+            False if quiet else z3.Bool(f"t{t}_checkpoint"),
+            z3.Bool(f"t{t}_crash"),
+            lg.int_var(f"t{t}_main"),
+            lg.int_var(f"t{t}_channel"),
+            lg.int_var(f"t{t}_cut"),
+        )
 
 
 class ScheduleEnv:

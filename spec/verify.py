@@ -111,14 +111,18 @@ def build(
     started = time.monotonic()
     solver = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
     shape = enc.symbolic_shape(bound, solver.add)
+    epoch = epoch if epoch is not None else enc.budget(contract, bound)
+    first = first if first is not None else enc.first_budget(contract, bound)
+    last = first + epoch * (bound.crashes - 1) if bound.crashes else 0
     machine = enc.Machine(
         contract,
         agent,
         bound,
         shape,
-        enc.symbolic_env,
-        epoch if epoch is not None else enc.budget(contract, bound),
-        first if first is not None else enc.first_budget(contract, bound),
+        enc.SymbolicEnv(contract, last),
+        epoch,
+        first,
+        one_checkpoint=True,
     )
     machine.run()
     for a in machine.assumptions:
