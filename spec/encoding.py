@@ -53,7 +53,7 @@ delivers nothing names channel 0. A schedule of the model
 (:class:`ScheduleEnv`) always has this form, so the tests that compare the machine
 with the model cover them. Where only the last checkpoint before a restore can matter
 (:func:`quiet_checkpoints`), ``verify`` also takes at most one checkpoint between two
-restores and none in the last epoch (:class:`SymbolicEnv`); the tests that compare
+restores and none in the last epoch (``one_checkpoint``); the tests that compare
 ``verify`` with the explorer cover that.
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
@@ -186,7 +186,8 @@ class Machine:
         self.shape = shape
         self.env = env
         self.epoch = epoch
-        # at most one checkpoint between two restores (see :class:`SymbolicEnv`)
+        # at most one checkpoint between two restores and none in the last epoch, where
+        # that loses nothing (see :func:`quiet_checkpoints`)
         self.one_checkpoint = one_checkpoint and quiet_checkpoints(contract)
         # where each epoch starts; the first one (before any crash) may be shorter
         first = epoch if first is None else first
@@ -801,6 +802,9 @@ class Machine:
         }
         # checkpoint and plain crash
         checkpointing = lg.and_(idle, up, move.checkpoint)
+        if self.one_checkpoint and self.current == self.f:
+            checkpointing = False
+        info["checkpoint"] = checkpointing  # what happened, for the decoded schedule
         if self.one_checkpoint:
             self.assume(lg.not_(lg.and_(checkpointing, w["checkpointed"])))
             w.set("checkpointed", True, checkpointing)
@@ -1009,35 +1013,27 @@ def symbolic_shape(bound: BoundLike, solver_assume: Callable[[Sym], None]) -> Sh
 
 
 def quiet_checkpoints(contract: Contract) -> bool:
-    """Whether only the last checkpoint before a restore can matter (see
-    :class:`SymbolicEnv`): lookups by position, invalidations of one key only."""
-    return contract.match == "position" and contract.invalidation_scope == "key"
+    """Whether only the last checkpoint before a restore can matter: lookups by
+    position, invalidations of one key only.
 
-
-class SymbolicEnv:
-    """Every move free, except checkpoints that cannot matter. Where
-    :func:`quiet_checkpoints` holds, a checkpoint changes the state a restore brings back
-    and the store's recovery marker, which hides entries before their key's position;
-    no later lookup or invalidation looks there before the next restore, and a later
+    A checkpoint changes the state a restore brings back and the store's recovery
+    marker, which hides entries before their key's position; under such a contract no
+    later lookup or invalidation looks there before the next restore, and a later
     checkpoint computes the same marker whether or not the earlier one hid them. So a
     checkpoint in the last epoch (no restore follows it) changes nothing, and of several
     checkpoints between two restores only the last one counts: the same run without the
-    others breaks the same properties. The machine built with ``one_checkpoint`` takes
-    at most one checkpoint between two restores; this environment takes none in the
-    last epoch."""
+    others breaks the same properties."""
+    return contract.match == "position" and contract.invalidation_scope == "key"
 
-    def __init__(self, contract: Contract, last: int) -> None:
-        self.quiet_from = last if quiet_checkpoints(contract) else None
 
-    def __call__(self, t: int, idle: Sym) -> Move:
-        quiet = self.quiet_from is not None and t >= self.quiet_from
-        return Move(
-            False if quiet else z3.Bool(f"t{t}_checkpoint"),
-            z3.Bool(f"t{t}_crash"),
-            lg.int_var(f"t{t}_main"),
-            lg.int_var(f"t{t}_channel"),
-            lg.int_var(f"t{t}_cut"),
-        )
+def symbolic_env(t: int, idle: Sym) -> Move:
+    return Move(
+        z3.Bool(f"t{t}_checkpoint"),
+        z3.Bool(f"t{t}_crash"),
+        lg.int_var(f"t{t}_main"),
+        lg.int_var(f"t{t}_channel"),
+        lg.int_var(f"t{t}_cut"),
+    )
 
 
 class ScheduleEnv:

@@ -111,17 +111,14 @@ def build(
     started = time.monotonic()
     solver = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "smt").solver()
     shape = enc.symbolic_shape(bound, solver.add)
-    epoch = epoch if epoch is not None else enc.budget(contract, bound)
-    first = first if first is not None else enc.first_budget(contract, bound)
-    last = first + epoch * (bound.crashes - 1) if bound.crashes else 0
     machine = enc.Machine(
         contract,
         agent,
         bound,
         shape,
-        enc.SymbolicEnv(contract, last),
-        epoch,
-        first,
+        enc.symbolic_env,
+        epoch if epoch is not None else enc.budget(contract, bound),
+        first if first is not None else enc.first_budget(contract, bound),
         one_checkpoint=True,
     )
     machine.run()
@@ -228,11 +225,7 @@ def simplify(
     violation stays; the schedule is shrunk again after each change."""
 
     def breaks(candidate: bounded.Shape, schedule: list[Step]) -> bool:
-        try:
-            run = simulate(candidate.scenario(schedule), contract)
-        except ValueError:
-            return False
-        return not check(prop, run.trace).holds
+        return _breaks(candidate.scenario(schedule), contract, prop)
 
     changed = True
     while changed:
@@ -278,17 +271,22 @@ def _without(shape: bounded.Shape, steps: list[Step], r: int) -> tuple[bounded.S
     return smaller, schedule
 
 
+def _breaks(scenario: Scenario, contract: Contract, prop: str) -> bool:
+    """Whether the model runs ``scenario`` and the run breaks ``prop``."""
+    try:
+        run = simulate(scenario, contract)
+    except ValueError:
+        return False
+    return not check(prop, run.trace).holds
+
+
 def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:
     """A shorter schedule that still breaks ``prop`` in the model (steps dropped one at
     a time while the violation stays)."""
     steps = list(scenario.schedule)
 
     def breaks(candidate: list[Step]) -> bool:
-        try:
-            run = simulate(scenario.with_schedule(tuple(candidate)), contract)
-        except ValueError:
-            return False
-        return not check(prop, run.trace).holds
+        return _breaks(scenario.with_schedule(tuple(candidate)), contract, prop)
 
     changed = True
     while changed:
