@@ -803,7 +803,7 @@ class Machine:
         # checkpoint and plain crash
         checkpointing = lg.and_(idle, up, move.checkpoint)
         if self.one_checkpoint and self.current == self.f:
-            checkpointing = False
+            checkpointing = False  # none in the last epoch
         info["checkpoint"] = checkpointing  # what happened, for the decoded schedule
         if self.one_checkpoint:
             self.assume(lg.not_(lg.and_(checkpointing, w["checkpointed"])))
@@ -1038,11 +1038,11 @@ def symbolic_env(t: int, idle: Sym) -> Move:
 
 class ScheduleEnv:
     """Feeds a concrete schedule (a list of moves) to the machine, idling until the
-    next epoch boundary before a restore."""
+    next epoch boundary (one of the machine's ``boundaries``) before a restore."""
 
-    def __init__(self, moves: list[Move], boundaries: set[int]) -> None:
+    def __init__(self, moves: list[Move]) -> None:
         self.moves = list(moves)
-        self.boundaries = boundaries
+        self.boundaries: set[int] = set()
         self.used = 0
 
     def __call__(self, t: int, idle: Sym) -> Move:
@@ -1069,9 +1069,7 @@ def run_concrete(
     channel_of = {record_name(r): shape.channel[r] for r in range(shape.inputs)}
     epoch = epoch or budget(contract, bound)
     first = first or first_budget(contract, bound)
-    env = ScheduleEnv(
-        moves_of(steps, channel_of), {first + e * epoch for e in range(bound.crashes)}
-    )
+    env = ScheduleEnv(moves_of(steps, channel_of))
     machine = Machine(
         contract,
         shape.agent,
@@ -1081,6 +1079,7 @@ def run_concrete(
         epoch,
         first,
     )
+    env.boundaries = machine.boundaries
     machine.run()
     return machine
 
