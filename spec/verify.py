@@ -19,10 +19,12 @@ the bound (the machine always finishes).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +131,41 @@ def build(
     return Problem(contract, agent, bound, machine, solver, time.monotonic() - started)
 
 
-def _check(problem: Problem, goal: Any, timeout: float | None) -> tuple[z3.CheckSatResult, str]:
+#: Seconds between two "still solving" lines of a long solver query.
+HEARTBEAT = 30.0
+
+
+@contextlib.contextmanager
+def _heartbeat(what: str, every: float | None = None) -> Iterator[None]:
+    """Says every ``every`` seconds (default :data:`HEARTBEAT`) that ``what`` is still
+    running, until the block ends: a query may take minutes, and Z3 gives no progress
+    of its own."""
+    every = HEARTBEAT if every is None else every
+    done = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every):
+            _say(f"{what}: still solving ({time.monotonic() - started:.0f} s)")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def _check(
+    problem: Problem, goal: Any, timeout: float | None, what: str = ""
+) -> tuple[z3.CheckSatResult, str]:
     solver = problem.solver
     if timeout is not None:
         solver.set("timeout", max(1, int(timeout * 1000)))
-    result = solver.check(lg.lift_bool(goal))
+    label = f"{problem.contract.name} / {what or 'query'} / {problem.agent}"
+    with _heartbeat(label):
+        result = solver.check(lg.lift_bool(goal))
     reason = solver.reason_unknown() if result == z3.unknown else ""
     return result, reason
 
@@ -436,7 +468,7 @@ def _verify_agent(
             _say(f"{contract.name} / {prop} / {agent}: proved ({result.seconds:.1f} s)")
             continue
         started = time.monotonic()
-        outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout)
+        outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout, prop)
         if outcome == z3.sat:
             shape, steps = decode(problem, problem.solver.model())
             result.counterexample = replay(problem, prop, shape, steps)
@@ -453,7 +485,9 @@ def _verify_agent(
                 continue  # the run found for an earlier behaviour shows it
             reach[behaviour] = "unreachable"
             started = time.monotonic()
-            outcome, reason = _check(problem, problem.machine.reach[behaviour], timeout)
+            outcome, reason = _check(
+                problem, problem.machine.reach[behaviour], timeout, f"reaching a {behaviour}"
+            )
             if outcome == z3.sat:
                 reach[behaviour] = "reached"
                 model = problem.solver.model()
@@ -487,7 +521,12 @@ def _screen(
     monitors = problem.machine.monitors
     while len(pending) > 1:
         started = time.monotonic()
-        outcome, _ = _check(problem, lg.or_(*(monitors.broken(p) for p in pending)), timeout)
+        outcome, _ = _check(
+            problem,
+            lg.or_(*(monitors.broken(p) for p in pending)),
+            timeout,
+            " or ".join(pending) if len(pending) < len(PROPERTIES) else "any property",
+        )
         spent = (time.monotonic() - started) / len(pending)
         for p in pending:
             results[p].seconds += spent
@@ -514,7 +553,9 @@ def check_budget(contract: Contract, bound: Bound, timeout: float | None = None)
     out = {}
     for agent in bound.agents:
         problem = build(contract, agent, bound, finished=False)
-        outcome, reason = _check(problem, problem.machine.saturated(), timeout)
+        outcome, reason = _check(
+            problem, problem.machine.saturated(), timeout, "the unrolling's length"
+        )
         if outcome == z3.unsat:
             out[agent] = "enough"
         elif outcome == z3.sat:

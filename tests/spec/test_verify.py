@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from replay_contract.model.catalogue import resolve
 from replay_contract.model.contracts import CONTRACTS, ORDERED
 from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
+from replay_contract.spec import verify
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import check
 from replay_contract.spec.verify import check_budget, verify_contract
@@ -114,6 +116,26 @@ def test_refused_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--bound", "inputs=x"]) == 2
     assert main(["verify", "--property", "nonsense"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_a_long_query_says_it_is_still_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    said: list[str] = []
+    monkeypatch.setattr(verify, "_progress", said.append)
+    with verify._heartbeat("ordered / any property / stateful", every=0.02):
+        time.sleep(0.3)
+    assert said and all(m.startswith("ordered / any property / stateful: still") for m in said)
+    count = len(said)
+    time.sleep(0.1)
+    assert len(said) == count  # it stops with its query
+
+
+def test_verify_names_the_query_that_is_still_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    said: list[str] = []
+    monkeypatch.setattr(verify, "HEARTBEAT", 0.001)
+    verify_contract(CONTRACTS["seqnum"], SMALL, ["no-stale-reuse"], progress=said.append, workers=1)
+    beats = [m for m in said if "still solving" in m]
+    assert any(m.startswith("seqnum / no-stale-reuse / ") for m in beats), said
+    assert any(m.startswith("seqnum / reaching a crash / ") for m in beats), said
 
 
 def test_vacuous_bound_is_not_a_proof() -> None:
