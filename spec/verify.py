@@ -140,6 +140,9 @@ def _heartbeat(what: str, every: float | None = None) -> Iterator[None]:
     """Says every ``every`` seconds (default :data:`HEARTBEAT`) that ``what`` is still
     running, until the block ends: a query may take minutes, and Z3 gives no progress
     of its own."""
+    if _progress is None:  # nobody listens (--quiet)
+        yield
+        return
     every = HEARTBEAT if every is None else every
     done = threading.Event()
     started = time.monotonic()
@@ -158,13 +161,12 @@ def _heartbeat(what: str, every: float | None = None) -> Iterator[None]:
 
 
 def _check(
-    problem: Problem, goal: Any, timeout: float | None, what: str = ""
+    problem: Problem, goal: Any, timeout: float | None, what: str
 ) -> tuple[z3.CheckSatResult, str]:
     solver = problem.solver
     if timeout is not None:
         solver.set("timeout", max(1, int(timeout * 1000)))
-    label = f"{problem.contract.name} / {what or 'query'} / {problem.agent}"
-    with _heartbeat(label):
+    with _heartbeat(f"{problem.contract.name} / {what} / {problem.agent}"):
         result = solver.check(lg.lift_bool(goal))
     reason = solver.reason_unknown() if result == z3.unknown else ""
     return result, reason
