@@ -136,14 +136,13 @@ HEARTBEAT = 30.0
 
 
 @contextlib.contextmanager
-def _heartbeat(what: str, every: float | None = None) -> Iterator[None]:
-    """Says every ``every`` seconds (default :data:`HEARTBEAT`) that ``what`` is still
-    running, until the block ends: a query may take minutes, and Z3 gives no progress
-    of its own."""
+def _heartbeat(what: str) -> Iterator[None]:
+    """Says every :data:`HEARTBEAT` seconds that ``what`` is still running, until the
+    block ends: a query may take minutes, and Z3 gives no progress of its own."""
     if _progress is None:  # nobody listens (--quiet)
         yield
         return
-    every = HEARTBEAT if every is None else every
+    every = HEARTBEAT
     done = threading.Event()
     started = time.monotonic()
 
@@ -158,6 +157,10 @@ def _heartbeat(what: str, every: float | None = None) -> Iterator[None]:
     finally:
         done.set()
         thread.join()
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[0] in "aeiou" else "a"
 
 
 def _check(
@@ -488,7 +491,10 @@ def _verify_agent(
             reach[behaviour] = "unreachable"
             started = time.monotonic()
             outcome, reason = _check(
-                problem, problem.machine.reach[behaviour], timeout, f"reaching a {behaviour}"
+                problem,
+                problem.machine.reach[behaviour],
+                timeout,
+                f"reaching {_article(behaviour)} {behaviour}",
             )
             if outcome == z3.sat:
                 reach[behaviour] = "reached"
