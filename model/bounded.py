@@ -293,15 +293,26 @@ class Exploration:
     findings: dict[str, Found]
     reached: frozenset[str]
     seconds: float
+    #: Whether every run of the bound was explored (not cut short by a deadline).
+    finished: bool = True
 
     def verdict(self, prop: str) -> str:
-        return "counterexample" if prop in self.findings else "proved"
+        if prop in self.findings:
+            return "counterexample"
+        return "proved" if self.finished else "unknown"
 
 
 def explore(
-    bound: BoundLike, contract: Contract, progress: Callable[[int, int], None] | None = None
+    bound: BoundLike,
+    contract: Contract,
+    progress: Callable[[int, int], None] | None = None,
+    deadline: float | None = None,
 ) -> Exploration:
-    """Run every scenario of the bound through the model and check every property."""
+    """Run every scenario of the bound through the model and check every property.
+
+    With ``deadline`` (seconds), the exploration stops once that much time has passed
+    and says it did not finish: a property it found no counterexample for is then
+    ``unknown``, not ``proved``."""
     import time
 
     from replay_contract.spec.properties import check_all
@@ -310,9 +321,13 @@ def explore(
     findings: dict[str, Found] = {}
     reached: set[str] = set()
     count = shapes_seen = 0
+    finished = True
     for shape in shapes(bound):
         shapes_seen += 1
         for node in runs(shape, contract, bound):
+            if deadline is not None and time.monotonic() - started > deadline:
+                finished = False
+                break
             count += 1
             events = node.world.events
             for name, test in REACH.items():
@@ -329,8 +344,16 @@ def explore(
                     )
         if progress is not None:
             progress(shapes_seen, count)
+        if not finished:
+            break
     return Exploration(
-        contract.name, count, shapes_seen, findings, frozenset(reached), time.monotonic() - started
+        contract.name,
+        count,
+        shapes_seen,
+        findings,
+        frozenset(reached),
+        time.monotonic() - started,
+        finished,
     )
 
 

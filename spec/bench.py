@@ -11,7 +11,11 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
 - ``explorer``: Z3 time against the exhaustive explorer's time at the same bound, and
   whether their verdicts agree;
 - ``growth``: the time of one contract's proofs as each bound dimension grows by one
-  from a base bound, the others fixed.
+  from a base bound, the others fixed;
+- ``frontier``: the bounds the explorer finishes within a deadline (five minutes unless
+  told), found by growing one dimension at a time from a base bound, and Z3 against the
+  explorer at each largest one (no dimension can grow without the explorer running out
+  of time); the row with the most runs is the largest bound the explorer finishes.
 
 Each solver query gets ``--timeout`` seconds; a query that runs out is reported as
 ``unknown``, so the benchmark always ends.
@@ -31,7 +35,7 @@ from attrs import evolve
 from replay_contract.model.bounded import explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 
-from .bound import DEFAULT, parse
+from .bound import DEFAULT, Bound, BoundError, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import verify_contract
 
@@ -188,6 +192,79 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
     return out
 
 
+DIMENSIONS = ("inputs", "channels", "keys", "crashes")
+
+
+def _grown(bound: Bound, dimension: str) -> Bound | None:
+    """``bound`` with one more of ``dimension``, or None where that is no bound (more
+    channels or keys than inputs add nothing: each record has one)."""
+    try:
+        b = parse(f"{dimension}={getattr(bound, dimension) + 1}", bound)
+    except BoundError:
+        return None
+    if b.channels > b.inputs or b.keys > b.inputs:
+        return None
+    return b
+
+
+def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict[str, Any]]:
+    """Z3 against the explorer at each largest bound the explorer finishes within
+    ``deadline`` seconds, growing one dimension at a time from ``base``. A bound is
+    tried only when every smaller one it grows from finished (a larger bound has every
+    run of a smaller one, so it would not finish either)."""
+    contract = VARIANTS[name]
+    first = parse(base)
+    explored: dict[Bound, Any] = {}
+    pending = [first]
+    while pending:
+        b = pending.pop(0)
+        if b in explored:
+            continue
+        smaller = [x for x in explored if any(_grown(x, d) == b for d in DIMENSIONS)]
+        if any(not explored[x].finished for x in smaller):
+            continue
+        _say(f"frontier {name}: exploring {b} (deadline {deadline:g} s)")
+        e = explore(b, contract, deadline=deadline)
+        explored[b] = e
+        state = "finished" if e.finished else "ran out of time"
+        _say(f"frontier {name}: {b} {state} after {e.seconds:.1f} s, {e.runs} runs")
+        if e.finished:
+            pending.extend(g for d in DIMENSIONS if (g := _grown(b, d)) is not None)
+    done = {b: e for b, e in explored.items() if e.finished}
+    if not done:
+        _say(f"frontier {name}: the explorer did not finish {first} within {deadline:g} s")
+    largest = [
+        b
+        for b in done
+        if not any((g := _grown(b, d)) is not None and g in done for d in DIMENSIONS)
+    ]
+    most = max(largest, key=lambda b: done[b].runs, default=None)
+    out = []
+    for b in sorted(largest, key=lambda b: done[b].runs, reverse=True):
+        e = done[b]
+        started = time.monotonic()
+        results = verify_contract(contract, b, timeout=timeout, reachability=False)
+        z3_seconds = time.monotonic() - started
+        agree = all(r.verdict == e.verdict(r.property) for r in results)
+        out.append(
+            {
+                "contract": name,
+                "bound": str(b),
+                "runs": e.runs,
+                "explorer_seconds": round(e.seconds, 2),
+                "z3_seconds": round(z3_seconds, 2),
+                "ratio": round(e.seconds / max(z3_seconds, 1e-9), 2),
+                "agree": agree,
+                "largest": "yes" if b == most else "-",
+            }
+        )
+        _say(
+            f"frontier {name} at {b}: explorer {e.seconds:.1f} s over {e.runs} runs, "
+            f"z3 {z3_seconds:.1f} s, {out[-1]['ratio']}x, agree={agree}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m replay_contract.spec.bench",
@@ -213,8 +290,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--growth-contract", default="ordered")
     p.add_argument("--growth-bound", default="inputs=2,channels=2,keys=1,crashes=1")
     p.add_argument("--growth-steps", type=int, default=1)
+    p.add_argument("--frontier-contract", default="ordered")
+    p.add_argument("--frontier-bound", default="inputs=2,channels=2,keys=1,crashes=1")
+    p.add_argument(
+        "--frontier-deadline",
+        type=float,
+        default=300.0,
+        help="seconds the explorer may take at a bound of the frontier",
+    )
     p.add_argument("--timeout", type=float, default=120.0)
-    p.add_argument("--only", default="proofs,ordered,counterexamples,explorer,growth")
+    p.add_argument("--only", default="proofs,ordered,counterexamples,explorer,growth,frontier")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     only = set(args.only.split(","))
@@ -234,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     if "growth" in only:
         record["growth"] = growth(
             args.growth_contract, args.growth_bound, args.timeout, args.growth_steps
+        )
+    if "frontier" in only:
+        record["frontier"] = frontier(
+            args.frontier_contract, args.frontier_bound, args.frontier_deadline, args.timeout
         )
     print(json.dumps(record, indent=2) if args.json else _text(record))
     return 0

@@ -1,0 +1,76 @@
+"""The benchmark of ``verify``: the explorer's deadline and the frontier it finds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from replay_contract.model import bounded
+from replay_contract.model.contracts import SEQNUM
+from replay_contract.spec.bench import DIMENSIONS, _grown, frontier
+from replay_contract.spec.bound import parse
+from replay_contract.spec.properties import PROPERTIES
+
+
+def test_an_exploration_cut_short_proves_nothing() -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=1")
+    cut = bounded.explore(bound, SEQNUM, deadline=0.0)
+    assert not cut.finished
+    assert cut.runs <= 1
+    # a property without a counterexample so far is unknown, not proved
+    assert {cut.verdict(p) for p in PROPERTIES} <= {"unknown", "counterexample"}
+    assert "unknown" in {cut.verdict(p) for p in PROPERTIES}
+    whole = bounded.explore(parse("inputs=2,channels=1,keys=1,crashes=1"), SEQNUM)
+    assert whole.finished
+    assert {whole.verdict(p) for p in PROPERTIES} <= {"proved", "counterexample"}
+
+
+def test_a_bound_grows_only_where_it_means_something() -> None:
+    b = parse("inputs=2,channels=2,keys=1,crashes=1")
+    assert _grown(b, "channels") is None  # more channels than records
+    assert _grown(b, "inputs") == parse("inputs=3,channels=2,keys=1,crashes=1")
+    assert _grown(b, "crashes") == parse("inputs=2,channels=2,keys=1,crashes=2")
+
+
+def test_the_frontier_holds_the_largest_bounds_the_explorer_finishes() -> None:
+    deadline = 2.0
+    rows = frontier("seqnum", "inputs=2,channels=1,keys=1,crashes=1", deadline, 60.0)
+    assert rows
+    bounds = {parse(r["bound"]) for r in rows}
+    for r in rows:
+        # the explorer finished there within the deadline (plus the last run's time)
+        assert r["explorer_seconds"] <= deadline + 1.0
+        assert r["agree"] is True, r
+        # no row grows into another row: each is a largest one
+        b = parse(r["bound"])
+        assert not any(_grown(b, d) in bounds for d in DIMENSIONS)
+    largest = [r for r in rows if r["largest"] == "yes"]
+    assert len(largest) == 1
+    assert largest[0]["runs"] == max(r["runs"] for r in rows)
+
+
+def test_the_frontier_from_the_command_line() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "replay_contract.spec.bench",
+            "--only",
+            "frontier",
+            "--frontier-contract",
+            "seqnum",
+            "--frontier-bound",
+            "inputs=2,channels=1,keys=1,crashes=1",
+            "--frontier-deadline",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    record = json.loads(out.stdout)
+    assert record["cores"] >= 1
+    assert record["frontier"] and all(r["agree"] for r in record["frontier"])
+    assert "frontier seqnum: exploring inputs=2,channels=1,keys=1,crashes=1" in out.stderr
