@@ -34,6 +34,7 @@ from attrs import evolve
 
 from replay_contract.model.bounded import explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
+from replay_contract.model.errors import UnknownContractError
 
 from .bound import DEFAULT, Bound, BoundError, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
@@ -72,7 +73,15 @@ def contracts(names: str) -> list[Contract]:
     """Comma-separated names of :data:`VARIANTS`, or ``all``."""
     if names == "all":
         return list(VARIANTS.values())
-    return [VARIANTS[n.strip()] for n in names.split(",") if n.strip()]
+    return [one(n.strip()) for n in names.split(",") if n.strip()]
+
+
+def one(name: str) -> Contract:
+    """The contract of :data:`VARIANTS` called ``name``."""
+    if name not in VARIANTS:
+        known = ", ".join(VARIANTS)
+        raise UnknownContractError(f"unknown contract {name!r} (known: {known})")
+    return VARIANTS[name]
 
 
 def _say(message: str) -> None:
@@ -170,6 +179,7 @@ def versus_explorer(names: str, bound: str, timeout: float) -> list[dict[str, An
 
 def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, Any]]:
     out = []
+    contract = one(name)
     b0 = parse(base)
     for dimension in ("inputs", "channels", "keys", "crashes"):
         for extra in range(steps + 1):
@@ -177,7 +187,7 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
                 continue
             b = evolve(b0, **{dimension: getattr(b0, dimension) + extra})
             started = time.monotonic()
-            results = verify_contract(VARIANTS[name], b, timeout=timeout, reachability=False)
+            results = verify_contract(contract, b, timeout=timeout, reachability=False)
             seconds = time.monotonic() - started
             out.append(
                 {
@@ -212,7 +222,7 @@ def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict
     ``deadline`` seconds, growing one dimension at a time from ``base``. A bound is
     tried only when every smaller one it grows from finished (a larger bound has every
     run of a smaller one, so it would not finish either)."""
-    contract = VARIANTS[name]
+    contract = one(name)
     first = parse(base)
     explored: dict[Bound, Any] = {}
     pending = [first]
@@ -302,6 +312,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="proofs,ordered,counterexamples,explorer,growth,frontier")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except (BoundError, UnknownContractError) as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     only = set(args.only.split(","))
     record: dict[str, Any] = {"cores": os.cpu_count(), "timeout": args.timeout}
     if "proofs" in only:

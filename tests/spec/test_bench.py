@@ -74,3 +74,20 @@ def test_the_frontier_from_the_command_line() -> None:
     assert record["cores"] >= 1
     assert record["frontier"] and all(r["agree"] for r in record["frontier"])
     assert "frontier seqnum: exploring inputs=2,channels=1,keys=1,crashes=1" in out.stderr
+
+
+def test_bad_input_is_one_line_and_exits_non_zero() -> None:
+    from replay_contract.spec.bench import main
+
+    for args, says in (
+        (["--frontier-contract", "nope"], "bench: unknown contract 'nope' (known: seqnum"),
+        (["--frontier-bound", "inputs=x"], "bench: bound: inputs: expected an integer"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "replay_contract.spec.bench", "--only", "frontier", *args],
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 2
+        assert out.stderr.startswith(says) and out.stderr.count("\n") == 1, out.stderr
+    assert main(["--only", "growth", "--growth-contract", "nope"]) == 2
