@@ -32,7 +32,7 @@ from typing import Any
 
 from attrs import evolve
 
-from replay_contract.model.bounded import explore
+from replay_contract.model.bounded import Exploration, explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
 
@@ -177,11 +177,14 @@ def versus_explorer(names: str, bound: str, timeout: float) -> list[dict[str, An
     return out
 
 
+DIMENSIONS = ("inputs", "channels", "keys", "crashes")
+
+
 def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, Any]]:
     out = []
     contract = one(name)
     b0 = parse(base)
-    for dimension in ("inputs", "channels", "keys", "crashes"):
+    for dimension in DIMENSIONS:
         for extra in range(steps + 1):
             if extra == 0 and dimension != "inputs":
                 continue
@@ -200,9 +203,6 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
             )
             _say(f"growth {name} {dimension} {b}: {seconds:.1f} s")
     return out
-
-
-DIMENSIONS = ("inputs", "channels", "keys", "crashes")
 
 
 def _grown(bound: Bound, dimension: str) -> Bound | None:
@@ -224,7 +224,7 @@ def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict
     run of a smaller one, so it would not finish either)."""
     contract = one(name)
     first = parse(base)
-    explored: dict[Bound, Any] = {}
+    explored: dict[Bound, Exploration] = {}
     pending = [first]
     while pending:
         b = pending.pop(0)
