@@ -212,9 +212,22 @@ def _grown(bound: Bound, dimension: str) -> Bound | None:
         b = parse(f"{dimension}={getattr(bound, dimension) + 1}", bound)
     except BoundError:
         return None
-    if b.channels > b.inputs or b.keys > b.inputs:
-        return None
-    return b
+    return b if _meaningful(b) else None
+
+
+def _meaningful(bound: Bound) -> bool:
+    return bound.channels <= bound.inputs and bound.keys <= bound.inputs
+
+
+def _smaller(bound: Bound, base: Bound) -> list[Bound]:
+    """The bounds that grow into ``bound`` in one dimension, from ``base`` on."""
+    out = []
+    for d in DIMENSIONS:
+        if getattr(bound, d) > getattr(base, d):
+            b = evolve(bound, **{d: getattr(bound, d) - 1})
+            if _meaningful(b):
+                out.append(b)
+    return out
 
 
 def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict[str, Any]]:
@@ -230,8 +243,7 @@ def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict
         b = pending.pop(0)
         if b in explored:
             continue
-        smaller = [x for x in explored if any(_grown(x, d) == b for d in DIMENSIONS)]
-        if any(not explored[x].finished for x in smaller):
+        if any(x not in explored or not explored[x].finished for x in _smaller(b, first)):
             continue
         _say(f"frontier {name}: exploring {b} (deadline {deadline:g} s)")
         e = explore(b, contract, deadline=deadline)

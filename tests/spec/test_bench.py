@@ -8,7 +8,7 @@ import sys
 
 from replay_contract.model import bounded
 from replay_contract.model.contracts import SEQNUM
-from replay_contract.spec.bench import DIMENSIONS, _grown, frontier
+from replay_contract.spec.bench import DIMENSIONS, _grown, _smaller, frontier
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
 
@@ -31,6 +31,18 @@ def test_a_bound_grows_only_where_it_means_something() -> None:
     assert _grown(b, "channels") is None  # more channels than records
     assert _grown(b, "inputs") == parse("inputs=3,channels=2,keys=1,crashes=1")
     assert _grown(b, "crashes") == parse("inputs=2,channels=2,keys=1,crashes=2")
+
+
+def test_a_bound_is_tried_after_every_bound_it_grows_from() -> None:
+    base = parse("inputs=2,channels=2,keys=1,crashes=1")
+    b = parse("inputs=3,channels=3,keys=2,crashes=2")
+    assert set(_smaller(b, base)) == {
+        parse("inputs=3,channels=2,keys=2,crashes=2"),
+        parse("inputs=3,channels=3,keys=1,crashes=2"),
+        parse("inputs=3,channels=3,keys=2,crashes=1"),
+        # not inputs=2: three channels need three records
+    }
+    assert _smaller(base, base) == []
 
 
 def test_the_frontier_holds_the_largest_bounds_the_explorer_finishes() -> None:
