@@ -47,7 +47,7 @@ def test_a_bound_is_tried_after_every_bound_it_grows_from() -> None:
 
 def test_the_frontier_holds_the_largest_bounds_the_explorer_finishes() -> None:
     deadline = 2.0
-    rows = frontier("seqnum", "inputs=2,channels=1,keys=1,crashes=1", deadline, 60.0)
+    rows = frontier("seqnum", "inputs=1,channels=1,keys=1,crashes=1", deadline, 60.0)
     assert rows
     bounds = {parse(r["bound"]) for r in rows}
     for r in rows:
@@ -73,7 +73,7 @@ def test_the_frontier_from_the_command_line() -> None:
             "--frontier-contract",
             "seqnum",
             "--frontier-bound",
-            "inputs=2,channels=1,keys=1,crashes=1",
+            "inputs=1,channels=1,keys=1,crashes=1",
             "--frontier-deadline",
             "2",
             "--json",
@@ -85,7 +85,7 @@ def test_the_frontier_from_the_command_line() -> None:
     record = json.loads(out.stdout)
     assert record["cores"] >= 1
     assert record["frontier"] and all(r["agree"] for r in record["frontier"])
-    assert "frontier seqnum: exploring inputs=2,channels=1,keys=1,crashes=1" in out.stderr
+    assert "frontier seqnum: exploring inputs=1,channels=1,keys=1,crashes=1" in out.stderr
 
 
 def test_bad_input_is_one_line_and_exits_non_zero() -> None:
