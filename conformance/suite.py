@@ -18,7 +18,6 @@ beside it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from attrs import evolve, frozen
 
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract
+from replay_contract.model.files import slug
 from replay_contract.model.scenario import Scenario
 
 from .generate import crash_sweep, generate
@@ -97,7 +97,7 @@ def run_case(
     result = judge(impl, scenario, contract, case.seed)
     if result.verdict != FAILED or out is None:
         return result
-    folder = out / slug(target) / contract.name
+    folder = out / slug(target) / slug(contract.name)
     path = scenario.write(folder / f"{slug(scenario.name)}.json")
     report = result.report
     if shrinking and case.family == "generated":
@@ -149,10 +149,6 @@ def _same_failure(now: Result, then: Result) -> bool:
     if then.property is not None:
         return now.property == then.property
     return (now.difference is None) == (then.difference is None) and now.property is None
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._@-]+", "_", text).strip("_") or "target"
 
 
 __all__ = ["Case", "cases", "run_all", "run_case", "shutdown", "skip_reason"]

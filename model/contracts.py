@@ -123,7 +123,12 @@ def contracts(names: str) -> list[Contract]:
     """``all`` or a comma-separated list of contract names."""
     if names == "all":
         return list(CONTRACTS.values())
-    return [contract(n.strip()) for n in names.split(",") if n.strip()]
+    chosen = [contract(n.strip()) for n in names.split(",") if n.strip()]
+    if not chosen:
+        raise UnknownContractError(
+            f"no contract named in {names!r} (known: {', '.join(CONTRACTS)}, or all)"
+        )
+    return chosen
 
 
 def contract_from_json(data: Any, where: str = "contract") -> Contract:
@@ -131,7 +136,10 @@ def contract_from_json(data: Any, where: str = "contract") -> Contract:
     if not isinstance(data, dict):
         raise UnknownContractError(f"{where}: expected a JSON object")
     data = dict(data)
-    base = contract(str(data.pop("based_on", "seqnum")))
+    based_on = data.pop("based_on", "seqnum")
+    if not isinstance(based_on, str):
+        raise UnknownContractError(f"{where}.based_on: expected a contract name")
+    base = contract(based_on)
     known = {f.name: f for f in fields(Contract)}
     changes: dict[str, Any] = {}
     for name, value in data.items():
@@ -146,8 +154,14 @@ def contract_from_json(data: Any, where: str = "contract") -> Contract:
             )
         if name in ("wait", "split_order", "durable_invalidation") and not isinstance(value, bool):
             raise UnknownContractError(f"{where}.{name}: expected true or false")
-        if name == "give_up_after" and (not isinstance(value, int) or value < 0):
+        if name == "give_up_after" and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
             raise UnknownContractError(f"{where}.{name}: expected a non-negative integer")
+        if name == "name" and (not isinstance(value, str) or not value.strip() or "\0" in value):
+            raise UnknownContractError(f"{where}.name: expected a non-empty text")
+        if name == "description" and not isinstance(value, str):
+            raise UnknownContractError(f"{where}.description: expected a text")
         changes[name] = value
     changes.setdefault("name", f"{base.name}-changed")
     return evolve(base, **changes)

@@ -43,6 +43,7 @@ from attrs import frozen
 
 from .agent import INPUT, Action, Agent
 from .errors import ScenarioError
+from .files import parse_json, read_text
 from .topology import Channel, Record, Replay, Topology
 
 STEP_KINDS = ("deliver", "checkpoint", "crash", "restore", "end")
@@ -123,24 +124,14 @@ def _channel_json(c: Channel) -> dict[str, Any]:
 
 def loads(text: str, source: str = "scenario") -> Scenario:
     """Parse and check a scenario; the schedule is dry-run so that every step can happen."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            f"{source}: line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
-        ) from None
-    scenario = from_json(data, source)
+    scenario = from_json(parse_json(text, source, ScenarioError), source)
     check_schedule(scenario, source)
     return scenario
 
 
 def load(path: str | Path) -> Scenario:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read ({exc.strerror})") from None
-    return loads(text, str(path))
+    return loads(read_text(path, ScenarioError), str(path))
 
 
 def from_json(data: Any, source: str = "scenario") -> Scenario:
@@ -196,6 +187,13 @@ class _Obj:
             )
         return value
 
+    def name(self, field: str = "name") -> str:
+        """A required, non-empty string (a name other parts of the scenario refer to)."""
+        value: str = self.get(field, str)
+        if not value.strip():
+            raise ScenarioError(f"{self.where}.{field}: must not be empty")
+        return value
+
     def strings(self, name: str) -> tuple[str, ...]:
         values = self.get(name, list, required=False) or []
         for i, v in enumerate(values):
@@ -238,7 +236,7 @@ def _agent(obj: _Obj) -> Agent:
         _unique(list(emits), o.where + ".emits", "event")
         actions.append(
             Action(
-                o.get("name", str),
+                o.name(),
                 o.get("trigger", str, False) or INPUT,
                 o.strings("reads"),
                 o.strings("writes"),
@@ -275,7 +273,7 @@ def _acyclic(actions: list[Action], where: str) -> None:
 
 
 def _channel(obj: _Obj) -> Channel:
-    name = obj.get("name", str)
+    name = obj.name()
     replayable = obj.get("replayable", bool, required=False)
     replayable = True if replayable is None else replayable
     records = []

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
 
 from replay_contract.model.errors import ScenarioError, UnknownContractError
 
@@ -25,8 +29,67 @@ class CommandError(Exception):
     """Input a command refuses; the message is printed as one line."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``PROG: error: ...``, exit status
+    2), pointing to ``--help`` instead of printing the usage block first. Its
+    subcommands' parsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_number(text: str) -> float:
+    """An ``argparse`` type: a finite number of seconds greater than zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number above 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number greater than zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return value
+
+
+def writable_folder(path: Path, what: str = "--out") -> Path:
+    """Make sure ``path`` is a folder that files can be written to, before any work is
+    done: a command that found something should not lose it to a bad output folder."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CommandError(f"{what} {path}: not a folder") from None
+    except OSError as exc:
+        raise CommandError(f"{what} {path}: cannot create it ({exc.strerror or exc})") from None
+    if not path.is_dir():
+        raise CommandError(f"{what} {path}: not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise CommandError(f"{what} {path}: cannot write to it ({exc.strerror or exc})") from None
+    return path
+
+
+def writable_file(path: Path, what: str) -> Path:
+    """Make sure a file can be written at ``path`` (its folder is created), before any
+    work is done."""
+    if path.is_dir():
+        raise CommandError(f"{what} {path}: is a folder, not a file")
+    writable_folder(path.parent if str(path.parent) else Path("."), what)
+    return path
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="replay-contract",
         description="Replay contract for keyed agent recovery: simulate, verify and test it.",
     )

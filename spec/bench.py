@@ -32,6 +32,7 @@ from typing import Any
 
 from attrs import evolve
 
+from replay_contract.cli import OneLineParser, positive_int, positive_number
 from replay_contract.model.bounded import Exploration, explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
@@ -73,7 +74,10 @@ def contracts(names: str) -> list[Contract]:
     """Comma-separated names of :data:`VARIANTS`, or ``all``."""
     if names == "all":
         return list(VARIANTS.values())
-    return [one(n.strip()) for n in names.split(",") if n.strip()]
+    chosen = [one(n.strip()) for n in names.split(",") if n.strip()]
+    if not chosen:
+        raise UnknownContractError(f"no contract named in {names!r}")
+    return chosen
 
 
 def one(name: str) -> Contract:
@@ -287,8 +291,12 @@ def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict
     return out
 
 
+#: The sections of the benchmark, in the order they run.
+SECTIONS = ("proofs", "ordered", "counterexamples", "explorer", "growth", "frontier")
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m replay_contract.spec.bench",
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
@@ -311,20 +319,43 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--growth-contract", default="ordered")
     p.add_argument("--growth-bound", default="inputs=2,channels=2,keys=1,crashes=1")
-    p.add_argument("--growth-steps", type=int, default=1)
+    p.add_argument("--growth-steps", type=positive_int, default=1)
     p.add_argument("--frontier-contract", default="ordered")
     p.add_argument("--frontier-bound", default="inputs=2,channels=2,keys=1,crashes=1")
     p.add_argument(
         "--frontier-deadline",
-        type=float,
+        type=positive_number,
         default=300.0,
         help="seconds the explorer may take at a bound of the frontier",
     )
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.add_argument("--only", default="proofs,ordered,counterexamples,explorer,growth,frontier")
+    p.add_argument("--timeout", type=positive_number, default=120.0)
+    p.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to run (default all: {', '.join(SECTIONS)})",
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in only if s not in SECTIONS]
+    if unknown or not only:
+        p.error(
+            f"--only: unknown section {unknown[0]!r}" if unknown else "--only: no section named"
+        )
     try:
+        # refuse bad input before any section runs (the whole benchmark takes hours)
+        for text in (
+            args.bound,
+            args.ordered_bound,
+            args.explorer_bound,
+            args.growth_bound,
+            args.frontier_bound,
+        ):
+            parse(text)
+        contracts(args.contracts)
+        contracts(args.explorer_contracts)
+        one(args.growth_contract)
+        one(args.frontier_contract)
         return _run(args)
     except (BoundError, UnknownContractError) as e:
         print(f"bench: {e}", file=sys.stderr)
@@ -332,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    only = set(args.only.split(","))
+    only = {s.strip() for s in args.only.split(",")}
     record: dict[str, Any] = {"cores": os.cpu_count(), "timeout": args.timeout}
     if "proofs" in only:
         record["proofs"] = proofs(args.contracts, args.bound, args.timeout)

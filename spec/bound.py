@@ -60,13 +60,20 @@ _NUMBERS = ("inputs", "channels", "keys", "crashes", "changes")
 def parse(text: str, base: Bound = DEFAULT) -> Bound:
     """``inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b]``."""
     bound = base
-    for part in (p.strip() for p in text.split(",")):
+    seen: set[str] = set()
+    parts = [p.strip() for p in text.split(",")]
+    if not any(parts):
+        raise BoundError(f"bound: empty (expected {DEFAULT})")
+    for part in parts:
         if not part:
             continue
         name, eq, value = part.partition("=")
         name = name.strip()
         if not eq:
             raise BoundError(f"bound: {part!r} is not NAME=VALUE")
+        if name in seen:
+            raise BoundError(f"bound: {name} is given twice")
+        seen.add(name)
         if name == "agents":
             agents = tuple(a.strip() for a in value.split("+") if a.strip())
             unknown = [a for a in agents if a not in AGENTS]

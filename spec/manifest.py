@@ -13,7 +13,6 @@ and reports any difference; ``--write`` rewrites the counterexample files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from attrs import frozen
 
+from replay_contract.cli import OneLineParser
 from replay_contract.model.contracts import CONTRACTS
 
 from .bound import Bound, parse
@@ -91,7 +91,7 @@ def check(entries: list[Expected], write: bool = False) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m replay_contract.spec.manifest")
+    p = OneLineParser(prog="python -m replay_contract.spec.manifest")
     p.add_argument("--write", action="store_true", help="rewrite the counterexample files")
     args = p.parse_args(argv)
     problems = check(load(), write=args.write)

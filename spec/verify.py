@@ -33,6 +33,7 @@ from attrs import define, evolve, field, frozen
 
 from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
+from replay_contract.model.files import slug
 from replay_contract.model.run import Run, simulate
 from replay_contract.model.scenario import Scenario, Step
 
@@ -587,7 +588,7 @@ def explanation_table(result: Result) -> str:
 def write_counterexample(result: Result, folder: Path) -> Path:
     ce = result.counterexample
     assert ce is not None
-    path = folder / f"{result.contract}-{result.property}.json"
+    path = folder / f"{slug(result.contract)}-{result.property}.json"
     ce.scenario.write(path)
     result.counterexample = Counterexample(ce.scenario, ce.run, ce.explanation, path)
     return path

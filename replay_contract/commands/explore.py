@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import replay_contract.model.catalogue as catalogue
+from replay_contract.cli import positive_int, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.model.explore import explore
+from replay_contract.model.files import slug
 from replay_contract.model.narrate import render
 
 
@@ -30,7 +32,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also crash after every effect of every delivery",
     )
-    p.add_argument("--limit", type=int, default=200_000, help="at most this many runs")
+    p.add_argument("--limit", type=positive_int, default=200_000, help="at most this many runs")
     p.add_argument(
         "--out",
         type=Path,
@@ -43,13 +45,15 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
+    chosen = chosen_contracts(args)
+    writable_folder(args.out)
     results: list[dict[str, Any]] = []
-    for contract in chosen_contracts(args):
+    for contract in chosen:
         print(f"exploring {scenario.name} under {contract.name} ...", file=sys.stderr)
         e = explore(scenario, contract, args.crash_points, args.limit)
         findings = []
         for f in e.findings:
-            path = f.scenario.write(args.out / f"{f.scenario.name}.json")
+            path = f.scenario.write(args.out / f"{slug(f.scenario.name)}.json")
             findings.append(
                 {"property": f.property, "explanation": f.explanation, "scenario_file": str(path)}
             )

@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.name:
+    if args.name is not None:
         scenario = catalogue.builtin(args.name)
         print(json.dumps(scenario.to_json(), indent=2, ensure_ascii=False))
         return 0

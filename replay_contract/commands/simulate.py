@@ -10,6 +10,7 @@ from typing import Any
 import replay_contract.model.catalogue as catalogue
 from replay_contract.cli import CommandError
 from replay_contract.model.contracts import Contract, contract_from_json, contracts
+from replay_contract.model.files import read_json
 from replay_contract.model.narrate import render, table
 from replay_contract.model.run import Run, simulate
 from replay_contract.spec.properties import check_all
@@ -32,7 +33,6 @@ def register(sub: Any) -> None:
 def add_contract_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--contract",
-        default="all",
         help="a contract name, a comma-separated list, or 'all' (default)",
     )
     p.add_argument(
@@ -45,17 +45,11 @@ def add_contract_options(p: argparse.ArgumentParser) -> None:
 
 def chosen_contracts(args: argparse.Namespace) -> list[Contract]:
     if args.contract_file is not None:
-        try:
-            data = json.loads(args.contract_file.read_text())
-        except OSError as exc:
-            raise CommandError(f"{args.contract_file}: cannot read ({exc.strerror})") from None
-        except json.JSONDecodeError as exc:
-            raise CommandError(
-                f"{args.contract_file}: line {exc.lineno} column "
-                f"{exc.colno}: invalid JSON ({exc.msg})"
-            ) from None
+        if args.contract is not None:
+            raise CommandError("give --contract or --contract-file, not both")
+        data = read_json(args.contract_file, CommandError)
         return [contract_from_json(data, str(args.contract_file))]
-    return contracts(args.contract)
+    return contracts("all" if args.contract is None else args.contract)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError
+from replay_contract.cli import CommandError, positive_number, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.spec.bound import DEFAULT, BoundError, parse
 from replay_contract.spec.properties import PROPERTIES
@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=positive_number,
         default=600.0,
         help="seconds per solver query before the verdict is unknown (default 600)",
     )
@@ -63,6 +63,10 @@ def properties(text: str) -> list[str]:
     if text == "all":
         return list(PROPERTIES)
     names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise CommandError(
+            f"no property named in {text!r} (known: {', '.join(PROPERTIES)}, or all)"
+        )
     for n in names:
         if n not in PROPERTIES:
             raise CommandError(f"unknown property {n!r} (known: {', '.join(PROPERTIES)})")
@@ -84,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     props = properties(args.property)
     chosen = chosen_contracts(args)
+    writable_folder(args.out)
     started = time.monotonic()
 
     def progress(message: str) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from replay_contract.cli import main
 from replay_contract.model.catalogue import builtin
 from replay_contract.model.errors import ScenarioError
-from replay_contract.model.scenario import from_json, loads
+from replay_contract.model.scenario import from_json, load, loads
 
 
 def base() -> dict:
@@ -118,3 +119,39 @@ def test_cli_refuses_unknown_contract_and_scenario(capsys: pytest.CaptureFixture
     assert "unknown contract 'fifo'" in capsys.readouterr().err
     assert main(["simulate", "no-such-scenario"]) == 2
     assert "neither a scenario file nor a built-in scenario" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\xff\xfe\x00bad", "s.json: not UTF-8 text (byte 0)"),
+        (b"[" * 100_000 + b"]" * 100_000, "s.json: invalid JSON (nested more than 64 levels)"),
+        (b'{"agent": ' + b"[" * 70 + b"]" * 70 + b"}", "nested more than 64 levels"),
+        (b'{"name": NaN}', "s.json: invalid JSON (NaN is not a JSON value)"),
+        (b'{"name": -Infinity}', "-Infinity is not a JSON value"),
+    ],
+)
+def test_an_unusable_file_is_one_line(tmp_path: Path, content: bytes, says: str) -> None:
+    path = tmp_path / "s.json"
+    path.write_bytes(content)
+    with pytest.raises(ScenarioError) as info:
+        load(path)
+    message = str(info.value).replace(str(tmp_path) + "/", "")
+    assert says in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda d: d["channels"][0].update(name=""), "channels[0].name: must not be empty"),
+        (lambda d: d["channels"][1].update(name="  "), "channels[1].name: must not be empty"),
+        (
+            lambda d: d["agent"]["actions"][0].update(name=""),
+            "agent.actions[0].name: must not be empty",
+        ),
+    ],
+)
+def test_empty_names_are_refused(change: Any, says: str) -> None:
+    data = base()
+    change(data)
+    assert says in refuse(data)

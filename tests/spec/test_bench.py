@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from replay_contract.model import bounded
 from replay_contract.model.contracts import SEQNUM
 from replay_contract.spec.bench import DIMENSIONS, _grown, _smaller, frontier
@@ -103,3 +105,31 @@ def test_bad_input_is_one_line_and_exits_non_zero() -> None:
         assert out.returncode == 2
         assert out.stderr.startswith(says) and out.stderr.count("\n") == 1, out.stderr
     assert main(["--only", "growth", "--growth-contract", "nope"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--only", "proof"], "error: --only: unknown section 'proof'"),
+        (["--only", ","], "error: --only: no section named"),
+        (["--only", "proofs", "--contracts", ""], "bench: no contract named in ''"),
+        (["--timeout", "nan"], "argument --timeout: expected a finite number above 0"),
+        (["--growth-steps", "-1"], "argument --growth-steps: expected a whole number above 0"),
+        (["--frontier-deadline", "0"], "argument --frontier-deadline: expected a finite number"),
+        # a later section's bad input is refused before the first section runs
+        (["--only", "proofs,frontier", "--frontier-contract", "nope"], "unknown contract 'nope'"),
+    ],
+)
+def test_bad_choices_are_refused_before_anything_runs(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replay_contract.spec.bench import main
+
+    try:
+        status = main(args)
+    except SystemExit as exc:
+        status = exc.code  # type: ignore[assignment]
+    captured = capsys.readouterr()
+    assert status == 2
+    assert says in captured.err and captured.err.count("\n") == 1, captured.err
+    assert captured.out == ""

@@ -10,10 +10,22 @@ def test_parse_and_print() -> None:
     assert b == Bound(3, 2, 1, 1)
     assert parse(str(b)) == b
     assert parse("agents=stateful,changes=0").agents == ("stateful",)
-    assert parse("") == DEFAULT
+    assert parse("inputs=3") == Bound(3, DEFAULT.channels, DEFAULT.keys, DEFAULT.crashes)
 
 
-@pytest.mark.parametrize("text", ["inputs", "inputs=x", "colour=2", "inputs=0", "agents=nobody"])
-def test_refused(text: str) -> None:
-    with pytest.raises(BoundError):
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("inputs", "'inputs' is not NAME=VALUE"),
+        ("inputs=x", "inputs: expected an integer"),
+        ("colour=2", "unknown dimension 'colour'"),
+        ("inputs=0", "inputs: must be at least 1"),
+        ("agents=nobody", "unknown agent 'nobody'"),
+        ("", "empty"),
+        (",,,", "empty"),
+        ("inputs=2,keys=1,inputs=3", "inputs is given twice"),
+    ],
+)
+def test_refused(text: str, says: str) -> None:
+    with pytest.raises(BoundError, match=says):
         parse(text)
