@@ -74,11 +74,25 @@ class _ReplaySession:
 
         self.target: str = config.getoption("replay_target")
         self.out = Path(config.getoption("replay_out"))
+        for option in ("replay_examples", "replay_seed"):
+            if config.getoption(option) < 0:
+                raise pytest.UsageError(
+                    f"--{option.replace('_', '-')}: must not be negative, "
+                    f"got {config.getoption(option)}"
+                )
         try:
             self.contract = contract(config.getoption("replay_contract"))
             self.impl: Implementation = resolve(self.target)
         except (CommandError, UnknownContractError) as exc:
             raise pytest.UsageError(f"--replay-target={self.target}: {exc}") from None
+        claimed = self.impl.capabilities.contracts
+        if self.contract.name not in claimed:
+            self.close()
+            raise pytest.UsageError(
+                f"--replay-target={self.target}: the target implements "
+                f"{', '.join(claimed) if claimed else 'no contract'}, not "
+                f"{self.contract.name}; choose one it implements with --replay-contract"
+            )
 
     def close(self) -> None:
         from .suite import shutdown

@@ -6,7 +6,8 @@ line; then the suite sends one request per line (``open``, ``deliver``, ``checkp
 ``crash``, ``restore``, ``end``, ``close``) and, while handling a request, the program
 calls back (``tool``, ``output``, ``report``, ``execute``), each call answered on one
 line, until it ends the request with ``done``, ``crashed`` or ``error``. Its standard
-error goes to a log file whose tail is shown when it fails.
+error goes to a log file whose last line is shown when it fails; the log is kept only
+when an error message named it, and removed otherwise when the target shuts down.
 """
 
 from __future__ import annotations
@@ -64,7 +65,15 @@ class ProcessImplementation:
     """An implementation that runs as a subprocess speaking the JSON line protocol."""
 
     def __init__(self, command: str, timeout: float = TIMEOUT) -> None:
+        """Start ``command`` (split as a POSIX shell would; ``ValueError`` when it
+        cannot be split, ``OSError`` when it cannot start, :class:`ProtocolError` when
+        it does not announce itself)."""
         self.command, self.timeout = command, timeout
+        self._argv = shlex.split(command)
+        if not self._argv or not self._argv[0]:
+            raise ValueError("no command given")
+        #: Whether an error message named the log: then it is kept for the user.
+        self._log_named = False
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._env: Environment | None = None
@@ -80,8 +89,15 @@ class ProcessImplementation:
             caps = hello.get("capabilities")
             if not isinstance(caps, dict) or not isinstance(caps.get("contracts"), list):
                 raise ProtocolError("the first line lacks capabilities.contracts")
+        except ProtocolError as exc:
+            self._kill()
+            # What the program wrote on its standard error explains why it did not start.
+            tail = "" if self._log_named else self._tail()
+            self._close_log()
+            raise ProtocolError(f"{exc}{tail}") from None
         except BaseException:
             self._kill()
+            self._close_log()
             raise
         self.name = str(hello.get("name", command))
         self.capabilities = Capabilities(
@@ -95,7 +111,7 @@ class ProcessImplementation:
 
     def _start(self) -> dict[str, Any]:
         self._proc = subprocess.Popen(
-            shlex.split(self.command),
+            self._argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -148,7 +164,10 @@ class ProcessImplementation:
         self._stderr.seek(0)
         lines = [ln for ln in self._stderr.read().splitlines() if ln.strip()]
         self._stderr.seek(0, 2)
-        return f" (stderr: {lines[-1][:160]}; log {self._stderr.name})" if lines else ""
+        if not lines:
+            return ""
+        self._log_named = True
+        return f" (stderr: {lines[-1][:160]}; log {self._stderr.name})"
 
     # -- one request -----------------------------------------------------------------
 
@@ -284,12 +303,22 @@ class ProcessImplementation:
 
     def shutdown(self) -> None:
         """Stop the program at the end of a suite: close its input, wait for it. Its
-        standard error log is removed when the program wrote nothing there."""
+        standard error log is removed, unless an error message named it (a failure
+        report points there)."""
         self._kill(grace=5.0)
+        self._close_log()
+
+    @property
+    def log(self) -> Path:
+        """The file the program's standard error goes to."""
+        return Path(self._stderr.name)
+
+    def _close_log(self) -> None:
+        """Close the standard error log; remove it unless an error message named it."""
         self._stderr.close()
-        log = Path(self._stderr.name)
-        if log.exists() and log.stat().st_size == 0:
-            log.unlink()
+        if not self._log_named:
+            with contextlib.suppress(OSError):
+                self.log.unlink()
 
     def _kill(self, grace: float = 0.0) -> None:
         proc, self._proc = self._proc, None

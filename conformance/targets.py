@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import importlib
+import shlex
 from typing import Any
 
 from replay_contract.cli import CommandError
@@ -51,7 +52,11 @@ def resolve(target: str) -> Implementation:
         from .process import ProcessImplementation, ProtocolError
 
         command = target.removeprefix("process:").strip()
-        if not command:
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise CommandError(f"target {target}: cannot split the command line ({exc})") from None
+        if not argv or not argv[0]:
             raise CommandError("target process: give the command, e.g. process:'java -jar x'")
         try:
             return ProcessImplementation(command)

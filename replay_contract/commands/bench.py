@@ -7,7 +7,9 @@ and recovery time as the namespace grows before the checkpoint's marker (recover
 are the median of ``--repeat`` runs too). Progress goes to
 stderr; stdout gets tables, or JSON with ``--json``. Backends come from
 :mod:`replay_contract.runtime.backends` (``all``: every one that is available; the others
-are listed as skipped, with the reason).
+are listed as skipped, with the reason, except one whose server address the user set
+(``REPLAY_CONTRACT_KAFKA``, ``REPLAY_CONTRACT_FLUSS``): that one not answering is an
+error). Every backend is reached before any is measured.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import statistics
 import sys
 from typing import Any
 
-from replay_contract.cli import CommandError
+from replay_contract.cli import CommandError, positive_int
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.narrate import render
 
@@ -31,15 +33,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "recovery time vs replayed inputs and vs what the store holds before the marker.",
     )
     parser.add_argument(
-        "--backend", default="memory", help="kafka, memory, fluss or all (default: memory)"
+        "--backend",
+        default="memory",
+        help="kafka, memory, fluss or all (default: memory); all skips, with the reason, "
+        "a backend whose server is not running, unless its address was set in "
+        "REPLAY_CONTRACT_KAFKA or REPLAY_CONTRACT_FLUSS",
     )
     parser.add_argument(
-        "--inputs", type=int, default=2000, help="inputs per throughput run (default: 2000)"
+        "--inputs",
+        type=positive_int,
+        default=2000,
+        help="inputs per throughput run (default: 2000)",
     )
-    parser.add_argument("--keys", type=int, default=16, help="keys (default: 16)")
+    parser.add_argument("--keys", type=positive_int, default=16, help="keys (default: 16)")
     parser.add_argument(
         "--repeat",
-        type=int,
+        type=positive_int,
         default=3,
         help="throughput runs per contract, alternating (default: 3)",
     )
@@ -74,26 +83,35 @@ def progress(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from replay_contract.runtime import backends
 
-    if args.inputs < 1 or args.keys < 1 or args.repeat < 1:
-        raise CommandError("--inputs, --keys and --repeat must be at least 1")
     replayed, pads = _sizes(args.replayed, "replayed"), _sizes(args.pad, "pad")
     names = backends.names() if args.backend == "all" else [args.backend]
     results: dict[str, Any] = {}
-    for name in names:
-        try:
-            backend = backends.load(name)
-        except CommandError as exc:
-            if args.backend != "all":
-                raise
-            progress(f"{name}: skipped ({exc})")
-            results[name] = {"skipped": str(exc)}
-            continue
-        try:
+    loaded: dict[str, Any] = {}
+    try:
+        # Reach every backend first: one the user asked for that does not answer is
+        # refused before anything is measured.
+        for name in names:
+            try:
+                loaded[name] = backends.load(name)
+            except CommandError as exc:
+                if args.backend != "all":
+                    raise
+                address = backends.configured(name)
+                if address is not None:
+                    raise CommandError(
+                        f"{exc} ({address} is set; unset it to skip {name})"
+                    ) from None
+                results[name] = {"skipped": str(exc)}
+        for name, figures in results.items():
+            progress(f"{name}: skipped ({figures['skipped']})")
+        for name, backend in loaded.items():
             results[name] = measure(
                 backend, name, args.inputs, args.keys, args.repeat, replayed, pads
             )
-        finally:
+    finally:
+        for backend in loaded.values():
             backend.close()
+    results = {name: results[name] for name in names}
     if args.json:
         print(json.dumps({"backends": results}, indent=2))
     else:

@@ -3,7 +3,9 @@
 Progress goes to stderr; stdout gets the summary table (and the full report of the
 first failures), or one JSON document with ``--json``. The exit status is 1 when any
 scenario failed, 2 when the command is refused (unknown target or contract, a target
-that is not available), 0 otherwise.
+that is not available or does not implement the contract, an output path that cannot be
+written, checked before anything runs) or when the target can run none of the
+scenarios (each one needs a capability it lacks), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError
+from replay_contract.cli import CommandError, writable_file, writable_folder
 from replay_contract.model import catalogue
-from replay_contract.model.contracts import contract
+from replay_contract.model.contracts import Contract, contract
 
 SHOWN_FAILURES = 3
 
@@ -88,13 +90,28 @@ def run(args: argparse.Namespace) -> int:
     from replay_contract.conformance import report, suite, targets
 
     if args.examples < 0:
-        raise CommandError("--examples: must not be negative")
+        raise CommandError(f"--examples: must not be negative, got {args.examples}")
+    if args.seed is not None and args.seed < 0:
+        raise CommandError(f"--seed: must not be negative, got {args.seed}")
     chosen = contract(args.contract)
+    # Everything the run writes is checked before the target starts: a run that found
+    # a failure must not lose it to an output path that cannot be written.
+    writable_folder(args.out, "--out")
+    if args.junit is not None:
+        writable_file(args.junit, "--junit")
+    fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     impl = targets.resolve(args.target)
     try:
-        fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
+        claimed = impl.capabilities.contracts
+        if chosen.name not in claimed:
+            raise CommandError(
+                f"target {args.target} implements "
+                f"{', '.join(claimed) if claimed else 'no contract'}, not {chosen.name}; "
+                "choose one it implements with --contract"
+            )
         todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep, scenarios=fixed)
+        runnable(impl, todo, chosen)
         progress = report.Progress(len(todo))
         started = time.monotonic()
         results = suite.run_all(
@@ -110,10 +127,13 @@ def run(args: argparse.Namespace) -> int:
         done = report.SuiteRun(
             args.target, chosen.name, seed, tuple(results), time.monotonic() - started
         )
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a failing scenario could not be written under --out
+        where = exc.filename if exc.filename is not None else f"--out {args.out}"
+        raise CommandError(f"{where}: cannot write ({exc.strerror or exc})") from None
     finally:
         suite.shutdown(impl)
-    if args.junit is not None:
-        report.junit(done, args.junit)
     if args.json:
         print(json.dumps(report.to_json(done), indent=2, ensure_ascii=False))
     else:
@@ -127,7 +147,34 @@ def run(args: argparse.Namespace) -> int:
                     f"written under {args.out}"
                 )
         print(f"\nreproduce: {reproduce(args, chosen.name, seed)}")
+    if args.junit is not None:
+        try:
+            report.junit(done, args.junit)
+        except OSError as exc:
+            raise CommandError(
+                f"--junit {args.junit}: cannot write it ({exc.strerror or exc})"
+            ) from None
     return 0 if done.ok else 1
+
+
+def runnable(impl: Any, todo: list[Any], chosen: Contract) -> None:
+    """Refuse a suite in which the target can run no scenario at all (each one needs a
+    capability it lacks): such a run would test nothing, yet pass."""
+    from replay_contract.conformance import suite
+
+    reasons: dict[str, None] = {}
+    for case in todo:
+        reason = suite.skip_reason(impl.capabilities, case.build(), chosen)
+        if reason is None:
+            return
+        reasons[reason] = None
+    if not reasons:
+        raise CommandError("no scenario to run")
+    first, *others = reasons
+    more = f"; and {len(others)} other reasons" if others else ""
+    raise CommandError(
+        f"no scenario can run: the target would skip all {len(todo)} ({first}{more})"
+    )
 
 
 def reproduce(args: argparse.Namespace, contract_name: str, seed: int) -> str:

@@ -5,7 +5,8 @@ when asked for, with ``up(*, progress)``, ``down()`` and ``status()`` functions 
 an info dict (``service``, ``running``, ``bootstrap``, ``pids``, ``log``). Progress goes to
 stderr; stdout gets one line per service, or JSON with ``--json`` (the info dict for one
 service, an object keyed by service for ``all``). ``status`` exits 3 when a service does
-not run.
+not run. A service's recorded state (``state.json`` in its state folder) that cannot be
+read or is not of the recorded shape is refused with one line naming the file.
 """
 
 from __future__ import annotations
@@ -74,12 +75,20 @@ def run(args: argparse.Namespace) -> int:
         modules = dict(reversed(modules.items()))
     results: dict[str, dict[str, Any]] = {}
     for name, module in modules.items():
-        if args.action == "up":
-            results[name] = module.up(progress=True)
-        elif args.action == "down":
-            results[name] = module.down()
-        else:
-            results[name] = module.status()
+        try:
+            if args.action == "up":
+                results[name] = module.up(progress=True)
+            elif args.action == "down":
+                results[name] = module.down()
+            else:
+                results[name] = module.status()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a state, cache or log folder that cannot be written
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            raise CommandError(
+                f"{name}: {args.action} failed: {where}{exc.strerror or exc}"
+            ) from None
     if args.json:
         payload = results[args.service] if args.service != "all" else results
         print(json.dumps(payload, indent=2, sort_keys=True))

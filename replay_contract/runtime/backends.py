@@ -9,6 +9,7 @@ Fluss store plugs in as ``replay_contract.runtime.fluss``.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 
 from replay_contract.cli import CommandError
@@ -22,6 +23,13 @@ BACKENDS: dict[str, str] = {
     "fluss": "replay_contract.runtime.fluss:backend",
 }
 
+#: Backend name to the environment variable that names its server's address (the
+#: ``ENV`` of its module); a backend the user pointed there is not skipped by ``all``.
+ADDRESSES: dict[str, str] = {
+    "kafka": "REPLAY_CONTRACT_KAFKA",
+    "fluss": "REPLAY_CONTRACT_FLUSS",
+}
+
 _registered: dict[str, Callable[[], Backend]] = {}
 
 
@@ -32,6 +40,13 @@ def register(name: str, factory: Callable[[], Backend]) -> None:
 
 def names() -> list[str]:
     return list(dict.fromkeys([*BACKENDS, *_registered]))
+
+
+def configured(name: str) -> str | None:
+    """``VARIABLE=address`` when the user set the address of backend ``name``'s server."""
+    variable = ADDRESSES.get(name)
+    address = os.environ.get(variable, "").strip() if variable is not None else ""
+    return f"{variable}={address}" if address else None
 
 
 def load(name: str) -> Backend:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_contract.cli import CommandError
+from replay_contract.model.files import read_json
 
 #: Pinned so that resolution does not depend on the Maven version's default plugin.
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
@@ -70,8 +71,13 @@ def state_dir(name: str) -> Path:
 @contextlib.contextmanager
 def service_lock(directory: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` so two ``up`` calls never race."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / ".lock").open("a") as handle:
+    lock = directory / ".lock"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = lock.open("a")
+    except OSError as exc:
+        raise ServiceError(f"{lock}: cannot create the lock ({exc.strerror or exc})") from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -80,30 +86,103 @@ def service_lock(directory: Path) -> Iterator[None]:
 
 
 def read_state(directory: Path) -> dict[str, Any] | None:
-    """The recorded state of the service in ``directory``, or None if none is recorded."""
+    """The recorded state of the service in ``directory``, or None if none is recorded;
+    a :class:`ServiceError` naming the file when it is unreadable or not of the shape
+    :func:`write_state` records (see :func:`check_state`)."""
     path = directory / STATE_FILE
     try:
-        data = json.loads(path.read_text())
+        path.stat()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        raise ServiceError(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        raise ServiceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_json(path, ServiceError)
+    problem = check_state(data)
+    if problem is not None:
+        raise ServiceError(f"{path}: not a service state: {problem}")
+    state: dict[str, Any] = data
+    return state
+
+
+def check_state(data: Any) -> str | None:
+    """What is wrong with a recorded state, if anything. A state is an object with
+    ``bootstrap`` (``"HOST:PORT"``), ``ports`` (an object of port numbers) and
+    ``processes`` (a list of :meth:`Process.to_json` objects: ``role``, ``pid`` above 1,
+    ``started`` a number or null)."""
     if not isinstance(data, dict):
-        raise ServiceError(f"cannot read {path}: not a JSON object")
-    return data
+        return f"expected a JSON object, got {_shown(data)}"
+    missing = [name for name in ("bootstrap", "ports", "processes") if name not in data]
+    if missing:
+        return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
+    bootstrap = data["bootstrap"]
+    if not isinstance(bootstrap, str) or not _is_port(_port_of(bootstrap)):
+        return f'bootstrap: expected "HOST:PORT", got {_shown(bootstrap)}'
+    ports = data["ports"]
+    if not isinstance(ports, dict):
+        return f"ports: expected an object of port numbers, got {_shown(ports)}"
+    for role, port in ports.items():
+        if not _is_port(port):
+            return f"ports.{role}: expected a port number, got {_shown(port)}"
+    processes = data["processes"]
+    if not isinstance(processes, list):
+        return f"processes: expected a list, got {_shown(processes)}"
+    for i, process in enumerate(processes):
+        if not isinstance(process, dict):
+            return f"processes[{i}]: expected an object, got {_shown(process)}"
+        role, pid = process.get("role", _MISSING), process.get("pid", _MISSING)
+        started = process.get("started")
+        if not isinstance(role, str):
+            return f"processes[{i}].role: expected a string, got {_shown(role)}"
+        if not _is_int(pid) or pid <= 1:
+            return f"processes[{i}].pid: expected a process id above 1, got {_shown(pid)}"
+        if started is not None and not _is_int(started):
+            return f"processes[{i}].started: expected a number or null, got {_shown(started)}"
+    return None
+
+
+_MISSING = object()
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_port(value: Any) -> bool:
+    return _is_int(value) and 0 < value < 65536
+
+
+def _port_of(address: str) -> int | None:
+    host, _, port = address.rpartition(":")
+    return int(port) if host and port.isascii() and port.isdigit() else None
+
+
+def _shown(value: Any) -> str:
+    """``value`` as JSON, cut short for a one-line message."""
+    text = "nothing" if value is _MISSING else json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def write_state(directory: Path, state: Mapping[str, Any]) -> None:
     """Record ``state`` atomically in ``directory/state.json``."""
-    directory.mkdir(parents=True, exist_ok=True)
     temporary = directory / f".{STATE_FILE}.tmp"
-    temporary.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
-    os.replace(temporary, directory / STATE_FILE)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+        os.replace(temporary, directory / STATE_FILE)
+    except OSError as exc:
+        raise ServiceError(
+            f"{directory / STATE_FILE}: cannot write ({exc.strerror or exc})"
+        ) from None
 
 
 def clear_state(directory: Path) -> None:
     """Forget the recorded processes (configuration, data and logs stay)."""
-    (directory / STATE_FILE).unlink(missing_ok=True)
+    try:
+        (directory / STATE_FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        raise ServiceError(
+            f"{directory / STATE_FILE}: cannot remove ({exc.strerror or exc})"
+        ) from None
 
 
 # --- Java and Maven ----------------------------------------------------------------------

@@ -150,6 +150,9 @@ def test_a_written_scenario_replays_the_failure(
         ["--target", "model", "--examples", "-1"],
         ["--target", "mutant:nothing"],
         ["--target", "model", "--scenario", "no-such-scenario"],
+        ["--target", "model", "--seed", "-1"],
+        ["--target", "process:python3 -c 'unterminated"],
+        ["--target", "mutant:ordered-no-wait", "--contract", "seqnum"],
     ],
 )
 def test_refused_input_is_one_line_and_status_2(
@@ -197,6 +200,25 @@ def test_pytest_plugin_refuses_an_unknown_target(tmp_path: Path) -> None:
     done = _pytest(tmp_path, "--replay-target=nowhere")
     assert done.returncode == 4  # a usage error
     assert "unknown target 'nowhere'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--replay-target=mutant:ordered-no-wait", "--replay-contract=seqnum"],
+            "the target implements ordered, not seqnum",
+        ),
+        (["--replay-target=model", "--replay-examples=-1"], "--replay-examples: must not be"),
+        (["--replay-target=model", "--replay-seed=-1"], "--replay-seed: must not be negative"),
+    ],
+)
+def test_pytest_plugin_refuses_what_would_run_nothing(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = _pytest(tmp_path, *args)
+    assert done.returncode == 4  # a usage error
+    assert message in done.stderr and "Traceback" not in done.stderr
 
 
 def test_pytest_plugin_is_cheap_to_import() -> None:

@@ -136,23 +136,19 @@ def test_second_implementation_over_the_process_protocol_passes(
     assert doc["passed"] > 120
 
 
-def test_process_target_skips_contracts_it_does_not_claim(
+def test_process_target_refuses_a_contract_it_does_not_claim(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    status, doc = conform(
-        capsys,
-        "--target",
-        ORDERLY,
-        "--contract",
-        "read-set",
-        "--examples",
-        "3",
-        "--out",
-        str(tmp_path),
+    from replay_contract.cli import main
+
+    argv = ["conform", "--target", ORDERLY, "--contract", "read-set", "--examples", "3"]
+    status = main([*argv, "--out", str(tmp_path), "--json"])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.rstrip().endswith(
+        "implements ordered, seqnum, not read-set; choose one it implements with --contract"
     )
-    assert status == 0 and doc["passed"] == 0 and doc["failed"] == 0
-    assert doc["skipped"] == len(doc["results"])
-    assert all("not read-set" in r["reason"] for r in doc["results"])
 
 
 def test_a_broken_build_over_the_process_protocol_fails(

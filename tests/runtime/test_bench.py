@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +97,80 @@ def test_bench_refuses_an_unreachable_broker() -> None:
 def test_bench_refuses_a_non_loopback_address() -> None:
     result = bench("--backend", "kafka", env={"REPLAY_CONTRACT_KAFKA": "10.1.2.3:9092"})
     assert result.returncode == 2 and "only 127.0.0.1:PORT" in result.stderr
+
+
+def hermetic(tmp_path: Path, **env: str) -> dict[str, str]:
+    """The environment of a bench run that sees no running service and no address but
+    those in ``env``."""
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REPLAY_CONTRACT_KAFKA", "REPLAY_CONTRACT_FLUSS")
+    }
+    return {**base, "REPLAY_CONTRACT_STATE": str(tmp_path / "no-services"), **env}
+
+
+def bench_in(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "replay_contract", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "message"),
+    [
+        ("REPLAY_CONTRACT_FLUSS", "fluss at 127.0.0.1:1 is not reachable"),
+        ("REPLAY_CONTRACT_KAFKA", "kafka at 127.0.0.1:1 is not reachable"),
+    ],
+)
+def test_all_refuses_an_address_the_user_set_that_does_not_answer(
+    tmp_path: Path, variable: str, message: str
+) -> None:
+    result = bench_in(hermetic(tmp_path, **{variable: "127.0.0.1:1"}), "--backend", "all", *SMALL)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()  # nothing was measured before
+    assert line.startswith("replay-contract bench: error: ") and message in line
+    assert f"{variable}=127.0.0.1:1 is set" in line
+    assert result.stdout == ""
+
+
+def test_all_skips_the_backends_nobody_configured(tmp_path: Path) -> None:
+    result = bench_in(hermetic(tmp_path), "--backend", "all", *SMALL, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)["backends"]
+    assert list(data) == ["memory", "kafka", "fluss"]
+    assert "no broker is running" in data["kafka"]["skipped"]
+    assert "no cluster is running" in data["fluss"]["skipped"]
+    check(data["memory"])
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--inputs", "0"),
+        ("--inputs", "inf"),
+        ("--keys", "-4"),
+        ("--keys", "nan"),
+        ("--repeat", "0"),
+        ("--replayed", "10,-1"),
+        ("--pad", "nan"),
+    ],
+)
+def test_bad_numbers_are_one_line(option: str, value: str) -> None:
+    result = bench("--backend", "memory", option, value)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("replay-contract bench: error: ") and option in line
+
+
+def test_the_address_variables_are_those_the_backends_read() -> None:
+    from replay_contract.runtime import backends, fluss, kafka
+
+    assert backends.ADDRESSES == {"kafka": kafka.ENV, "fluss": fluss.ENV}
