@@ -9,6 +9,7 @@ JSON does not have) is one error of the caller's type with a one-line message.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,21 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members; a name given twice is refused (JSON leaves it open which
+    one counts, and the user meant one of them)."""
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in out:
+            raise ValueError(f"member {name!r} appears twice in one object")
+        out[name] = value
+    return out
+
+
 def parse_json(text: str, source: str, error: type[Exception]) -> Any:
     """The value of ``text``, or ``error`` with a message that starts with ``source``."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_members)
     except json.JSONDecodeError as exc:
         raise error(
             f"{source}: line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
@@ -33,8 +45,9 @@ def parse_json(text: str, source: str, error: type[Exception]) -> Any:
         raise error(f"{source}: invalid JSON ({exc})") from None
     except RecursionError:
         raise error(f"{source}: invalid JSON (nested more than {MAX_DEPTH} levels)") from None
-    if _depth(value) > MAX_DEPTH:
-        raise error(f"{source}: invalid JSON (nested more than {MAX_DEPTH} levels)")
+    problem = _problem(value)
+    if problem is not None:
+        raise error(f"{source}: invalid JSON ({problem})")
     return value
 
 
@@ -52,18 +65,29 @@ def read_json(path: Path, error: type[Exception]) -> Any:
     return parse_json(read_text(path, error), str(path), error)
 
 
-def _depth(value: Any) -> int:
-    deepest, level = 0, [(value, 1)]
+def _problem(value: Any) -> str | None:
+    """What makes a parsed value unusable although the parser took it: nesting deeper
+    than :data:`MAX_DEPTH`, a number too large for a float (``1e400`` reads as
+    infinity), a text with a lone surrogate (``"\\ud800"``, which cannot be printed or
+    written as UTF-8)."""
+    level = [(value, 1)]
     while level:
         item, depth = level.pop()
-        deepest = max(deepest, depth)
-        if deepest > MAX_DEPTH:
-            break
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels"
+        if isinstance(item, float) and not math.isfinite(item):
+            return "a number too large"
+        texts = [item] if isinstance(item, str) else list(item) if isinstance(item, dict) else []
+        for text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"a text with a lone surrogate \\u{ord(text[exc.start]):04x}"
         if isinstance(item, dict):
             level.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             level.extend((v, depth + 1) for v in item)
-    return deepest
+    return None
 
 
 def slug(text: str) -> str:

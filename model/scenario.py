@@ -136,7 +136,7 @@ def load(path: str | Path) -> Scenario:
 
 def from_json(data: Any, source: str = "scenario") -> Scenario:
     obj = _Obj(data, source, {"name", "description", "agent", "channels", "schedule"})
-    name = obj.get("name", str, required=False) or Path(source).stem
+    name = obj.name() if "name" in obj.data else Path(source).stem
     agent = _agent(obj.child("agent"))
     channels_data = obj.get("channels", list)
     channels = tuple(
@@ -237,7 +237,7 @@ def _agent(obj: _Obj) -> Agent:
         actions.append(
             Action(
                 o.name(),
-                o.get("trigger", str, False) or INPUT,
+                o.name("trigger") if "trigger" in o.data else INPUT,
                 o.strings("reads"),
                 o.strings("writes"),
                 o.strings("tools"),

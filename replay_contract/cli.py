@@ -35,7 +35,7 @@ class OneLineParser(argparse.ArgumentParser):
     subcommands' parsers are of the same class."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def positive_number(text: str) -> float:
@@ -46,7 +46,22 @@ def positive_number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number above 0, got {text!r}")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_SECONDS} seconds, got {text!r}")
     return value
+
+
+#: The longest a time limit may be (a solver takes it in milliseconds, as a 32-bit
+#: number): about eleven days.
+MAX_SECONDS = 1_000_000
+
+
+def path_argument(text: str) -> Path:
+    """An ``argparse`` type: a path, not empty (an empty one would mean the current
+    folder without saying so)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty one")
+    return Path(text)
 
 
 def positive_int(text: str) -> int:
@@ -81,11 +96,25 @@ def writable_folder(path: Path, what: str = "--out") -> Path:
 
 def writable_file(path: Path, what: str) -> Path:
     """Make sure a file can be written at ``path`` (its folder is created), before any
-    work is done."""
+    work is done: it is opened for appending, and removed again if it was not there."""
     if path.is_dir():
         raise CommandError(f"{what} {path}: is a folder, not a file")
     writable_folder(path.parent if str(path.parent) else Path("."), what)
+    existed = path.exists()
+    try:
+        with path.open("a"):
+            pass
+    except OSError as exc:
+        raise CommandError(f"{what} {path}: cannot write it ({exc.strerror or exc})") from None
+    if not existed:
+        path.unlink(missing_ok=True)
     return path
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: a line break that came in with the user's input (a
+    file name, say) is shown as ``\\n``."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.func(args)
     except (CommandError, ScenarioError, UnknownContractError) as exc:
-        print(f"replay-contract {args.command}: error: {exc}", file=sys.stderr)
+        print(f"replay-contract {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

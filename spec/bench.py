@@ -32,7 +32,7 @@ from typing import Any
 
 from attrs import evolve
 
-from replay_contract.cli import OneLineParser, positive_int, positive_number
+from replay_contract.cli import OneLineParser, one_line, positive_int, positive_number
 from replay_contract.model.bounded import Exploration, explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         one(args.frontier_contract)
         return _run(args)
     except (BoundError, UnknownContractError) as e:
-        print(f"bench: {e}", file=sys.stderr)
+        print(f"bench: {one_line(str(e))}", file=sys.stderr)
         return 2
 
 

@@ -585,10 +585,15 @@ def explanation_table(result: Result) -> str:
     return table(ce.run.trace, witnesses)
 
 
+def counterexample_name(contract: str, prop: str) -> str:
+    """The file name of a contract's counterexample to a property."""
+    return f"{slug(contract)}-{prop}.json"
+
+
 def write_counterexample(result: Result, folder: Path) -> Path:
     ce = result.counterexample
     assert ce is not None
-    path = folder / f"{slug(result.contract)}-{result.property}.json"
+    path = folder / counterexample_name(result.contract, result.property)
     ce.scenario.write(path)
     result.counterexample = Counterexample(ce.scenario, ce.run, ce.explanation, path)
     return path

@@ -37,6 +37,9 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["verify", "--timeout", "nan"], "argument --timeout: expected a finite number above 0"),
         (["verify", "--timeout", "inf"], "expected a finite number above 0, got 'inf'"),
         (["verify", "--timeout", "0"], "expected a finite number above 0, got '0'"),
+        (["verify", "--timeout", "1e308"], "expected at most 1000000 seconds, got '1e308'"),
+        (["verify", "--out", ""], "argument --out: expected a path, got an empty one"),
+        (["explore", "x", "--out", " "], "argument --out: expected a path, got an empty one"),
         (["explore", "x", "--limit", "-5"], "argument --limit: expected a whole number above 0"),
         (["scenarios", "a", "b"], "unrecognized arguments: b"),
     ],
@@ -141,3 +144,25 @@ def test_names_do_not_lead_out_of_the_output_folder(
     assert found[-1] == "vo/a/b/c-escaped-complete-reuse.json"
     assert found[:-1] and all(w.startswith("eo/a/") for w in found[:-1])
     assert all("escaped-seqnum-" in w for w in found[:-1])
+
+
+def test_a_file_in_the_way_of_a_result_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "vo" / "seqnum-complete-reuse.json").mkdir(parents=True)
+    argv = ["verify", *SMALL, "--contract", "seqnum", "--property", "complete-reuse"]
+    line = refused([*argv, "--out", str(tmp_path / "vo")], capsys)
+    assert line.endswith("cannot write seqnum-complete-reuse.json there")
+    (tmp_path / "eo" / "reversed-interleaving-seqnum-no-stale-reuse.json").mkdir(parents=True)
+    argv = ["explore", "reversed-interleaving", "--contract", "seqnum"]
+    line = refused([*argv, "--out", str(tmp_path / "eo")], capsys)
+    assert line.endswith("cannot write reversed-interleaving-seqnum-no-stale-reuse.json there")
+
+
+def test_a_line_break_in_a_file_name_stays_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad\nname.json"
+    path.write_text("{")
+    line = refused(["simulate", str(path)], capsys)
+    assert "bad\\nname.json: line 1 column 2: invalid JSON" in line

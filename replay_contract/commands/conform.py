@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError, writable_file, writable_folder
+from replay_contract.cli import CommandError, path_argument, writable_file, writable_folder
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract, contract
+from replay_contract.model.files import slug
 
 SHOWN_FAILURES = 3
 
@@ -71,12 +72,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_argument,
         default=Path("out/conformance"),
         metavar="DIR",
         help="where failing scenarios and reports go (default: out/conformance)",
     )
-    p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
+    p.add_argument("--junit", type=path_argument, metavar="FILE", help="also write JUnit XML here")
     p.add_argument(
         "--verbose",
         action="store_true",
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     # Everything the run writes is checked before the target starts: a run that found
     # a failure must not lose it to an output path that cannot be written.
     writable_folder(args.out, "--out")
+    # the folder the failing scenarios of this target and contract go to (suite.py)
+    writable_folder(args.out / slug(args.target) / slug(chosen.name), "--out")
     if args.junit is not None:
         writable_file(args.junit, "--junit")
     fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import replay_contract.model.catalogue as catalogue
-from replay_contract.cli import positive_int, writable_folder
+from replay_contract.cli import CommandError, path_argument, positive_int, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.model.explore import explore
 from replay_contract.model.files import slug
 from replay_contract.model.narrate import render
+from replay_contract.spec.properties import PROPERTIES
 
 
 def register(sub: Any) -> None:
@@ -35,7 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument("--limit", type=positive_int, default=200_000, help="at most this many runs")
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_argument,
         default=Path("out/explore"),
         help="folder for the scenario files of violations (default out/explore)",
     )
@@ -47,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     chosen = chosen_contracts(args)
     writable_folder(args.out)
+    for contract in chosen:  # where each finding would be written (model/explore.py)
+        for prop in PROPERTIES:
+            target = args.out / f"{slug(f'{scenario.name}-{contract.name}-{prop}')}.json"
+            if target.is_dir() or (target.exists() and not os.access(target, os.W_OK)):
+                raise CommandError(f"--out {args.out}: cannot write {target.name} there")
     results: list[dict[str, Any]] = []
     for contract in chosen:
         print(f"exploring {scenario.name} under {contract.name} ...", file=sys.stderr)

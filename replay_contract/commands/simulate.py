@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 import replay_contract.model.catalogue as catalogue
-from replay_contract.cli import CommandError
+from replay_contract.cli import CommandError, path_argument
 from replay_contract.model.contracts import Contract, contract_from_json, contracts
 from replay_contract.model.files import read_json
 from replay_contract.model.narrate import render, table
@@ -37,7 +36,7 @@ def add_contract_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--contract-file",
-        type=Path,
+        type=path_argument,
         metavar="FILE",
         help='a proposed contract as JSON ({"based_on": "ordered", ...})',
     )

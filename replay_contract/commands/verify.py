@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError, positive_number, writable_folder
+from replay_contract.cli import CommandError, path_argument, positive_number, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.spec.bound import DEFAULT, BoundError, parse
 from replay_contract.spec.properties import PROPERTIES
@@ -36,7 +37,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_argument,
         default=Path("out/counterexamples"),
         help="where counterexample scenarios are written (default out/counterexamples)",
     )
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from replay_contract.spec.verify import (
         EncodingMismatch,
         check_budget,
+        counterexample_name,
         explanation_table,
         verify_contract,
         write_counterexample,
@@ -89,6 +91,11 @@ def run(args: argparse.Namespace) -> int:
     props = properties(args.property)
     chosen = chosen_contracts(args)
     writable_folder(args.out)
+    for contract in chosen:  # where each counterexample would be written
+        for prop in props:
+            target = args.out / counterexample_name(contract.name, prop)
+            if target.is_dir() or (target.exists() and not os.access(target, os.W_OK)):
+                raise CommandError(f"--out {args.out}: cannot write {target.name} there")
     started = time.monotonic()
 
     def progress(message: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from replay_contract.cli import main
+from replay_contract.model.files import slug
 
 from .conftest import HERE, ORDERLY, conform
 
@@ -75,6 +76,8 @@ ONE_SCENARIO = ["--scenario", "reversed-interleaving", "--examples", "0", "--no-
         ("--junit", "folder"),
         ("--junit", "/proc/replay-contract.xml"),
         ("--junit", "file/under-a-file.xml"),
+        ("--junit", "dangling.xml"),  # a link to a file in a folder that is not there
+        ("--out", "taken"),  # where the failures of this target would go is a file
     ],
 )
 def test_output_path_is_refused_with_one_line_before_the_target_starts(
@@ -82,8 +85,11 @@ def test_output_path_is_refused_with_one_line_before_the_target_starts(
 ) -> None:
     (tmp_path / "file").write_text("")
     (tmp_path / "folder").mkdir()
+    (tmp_path / "dangling.xml").symlink_to(tmp_path / "missing" / "x.xml")
     path = where if where.startswith("/") else str(tmp_path / where)
     target, marker = marking(tmp_path)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / slug(target)).write_text("")
     args = ["conform", "--target", target, *ONE_SCENARIO, option, path]
     if option != "--out":
         args += ["--out", str(tmp_path / "out")]

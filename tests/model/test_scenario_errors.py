@@ -129,6 +129,10 @@ def test_cli_refuses_unknown_contract_and_scenario(capsys: pytest.CaptureFixture
         (b'{"agent": ' + b"[" * 70 + b"]" * 70 + b"}", "nested more than 64 levels"),
         (b'{"name": NaN}', "s.json: invalid JSON (NaN is not a JSON value)"),
         (b'{"name": -Infinity}', "-Infinity is not a JSON value"),
+        (b'{"name": "a", "agent": {"actions": [1e400]}}', "invalid JSON (a number too large)"),
+        (b'{"name": "\\ud800"}', "invalid JSON (a text with a lone surrogate \\ud800)"),
+        (b'{"\\udfff": 1}', "lone surrogate \\udfff"),
+        (b'{"name": "a", "name": "b"}', "invalid JSON (member 'name' appears twice in one object)"),
     ],
 )
 def test_an_unusable_file_is_one_line(tmp_path: Path, content: bytes, says: str) -> None:
@@ -149,6 +153,11 @@ def test_an_unusable_file_is_one_line(tmp_path: Path, content: bytes, says: str)
             lambda d: d["agent"]["actions"][0].update(name=""),
             "agent.actions[0].name: must not be empty",
         ),
+        (
+            lambda d: d["agent"]["actions"][0].update(trigger=""),
+            "agent.actions[0].trigger: must not be empty",
+        ),
+        (lambda d: d.update(name=" "), "s.json.name: must not be empty"),
     ],
 )
 def test_empty_names_are_refused(change: Any, says: str) -> None:
