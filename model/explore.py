@@ -16,7 +16,7 @@ reference the symbolic encoding of ``verify`` is tested against.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import product
 
 from attrs import frozen
@@ -129,9 +129,20 @@ def crash_variants(scenario: Scenario, contract: Contract) -> Iterator[tuple[Ste
         world = apply(world, step)
 
 
+#: How many runs go by between two calls of an exploration's ``progress``.
+PROGRESS_EVERY = 1_000
+
+
 def explore(
-    scenario: Scenario, contract: Contract, crash_points: bool = False, limit: int = 200_000
+    scenario: Scenario,
+    contract: Contract,
+    crash_points: bool = False,
+    limit: int = 200_000,
+    progress: Callable[[int], None] | None = None,
 ) -> Exploration:
+    """Every run of ``scenario`` the module's docstring describes, at most ``limit``;
+    ``progress`` (if given) is told the number of runs so far every
+    :data:`PROGRESS_EVERY` runs."""
     from replay_contract.spec.properties import check_all
 
     findings: dict[str, Finding] = {}
@@ -145,6 +156,8 @@ def explore(
             complete = False
             break
         runs += 1
+        if progress is not None and runs % PROGRESS_EVERY == 0:
+            progress(runs)
         variant = scenario.with_schedule(schedule)
         run = Run(variant, contract, run_schedule(variant, contract))
         for verdict in check_all(run.trace):

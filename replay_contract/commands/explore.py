@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,24 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+#: Seconds between two progress lines of a long exploration.
+PROGRESS_SECONDS = 5.0
+
+
+def _progress(contract: str) -> Callable[[int], None]:
+    """A line on stderr at most every :data:`PROGRESS_SECONDS` seconds: the runs so far."""
+    started = last = time.monotonic()
+
+    def tell(runs: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PROGRESS_SECONDS:
+            last = now
+            print(f"  {contract}: {runs:,} runs ({now - started:.0f} s)", file=sys.stderr)
+
+    return tell
+
+
 def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     chosen = chosen_contracts(args)
@@ -57,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     for contract in chosen:
         print(f"exploring {scenario.name} under {contract.name} ...", file=sys.stderr)
-        e = explore(scenario, contract, args.crash_points, args.limit)
+        e = explore(scenario, contract, args.crash_points, args.limit, _progress(contract.name))
         findings = []
         for f in e.findings:
             path = f.scenario.write(args.out / f"{slug(f.scenario.name)}.json")
