@@ -308,6 +308,15 @@ class ProcessImplementation:
         self._kill(grace=5.0)
         self._close_log()
 
+    def keep_log(self) -> Path | None:
+        """Keep the standard error log after the shutdown, if the program wrote
+        anything there, and say where it is (for a suite that failed)."""
+        self._stderr.flush()
+        if self.log.exists() and self.log.stat().st_size > 0:
+            self._log_named = True
+            return self.log
+        return None
+
     @property
     def log(self) -> Path:
         """The file the program's standard error goes to."""

@@ -14,6 +14,7 @@ import argparse
 import json
 import random
 import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
         done = report.SuiteRun(
             args.target, chosen.name, seed, tuple(results), time.monotonic() - started
         )
+        # what the program wrote on its standard error helps to find a failure's cause
+        keep = getattr(impl, "keep_log", None)
+        log = keep() if callable(keep) and not done.ok else None
     except BrokenPipeError:
         raise
     except OSError as exc:  # a failing scenario could not be written under --out
@@ -150,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
                     f"written under {args.out}"
                 )
         print(f"\nreproduce: {reproduce(args, chosen.name, seed)}")
+    if log is not None:
+        print(f"the target's standard error: {log}", file=sys.stderr)
     if args.junit is not None:
         try:
             report.junit(done, args.junit)

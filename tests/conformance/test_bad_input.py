@@ -303,3 +303,16 @@ def test_log_of_a_failed_start_without_output_is_removed(
     assert main(["conform", "--target", target, "--out", str(tmp_path)]) == 2
     assert "not a JSON line" in one_line_error(capsys)
     assert list(logs.iterdir()) == []
+
+
+def test_log_of_a_run_that_failed_is_kept_and_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path
+) -> None:
+    before = "sys.argv += ['--bug', 'no-wait']\nsys.stderr.write('debug: my operator\\n')"
+    target = orderly_with(tmp_path, before)
+    args = ["conform", "--target", target, *ONE_SCENARIO, "--out", str(tmp_path / "out")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    (log,) = logs.iterdir()
+    assert f"the target's standard error: {log}" in err.splitlines()
+    assert "debug: my operator" in log.read_text()
