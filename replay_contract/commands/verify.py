@@ -103,8 +103,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     out: list[dict[str, Any]] = []
-    texts: list[str] = []
+    if not args.json:
+        # each contract's verdicts are shown as soon as they are known: a long run that
+        # is stopped keeps what it found
+        print(f"bound: {bound}\n", flush=True)
     for contract in chosen:
+        texts: list[str] = []
         try:
             results = verify_contract(
                 contract,
@@ -139,11 +143,9 @@ def run(args: argparse.Namespace) -> int:
                 + (f"; unrolling {budget}" if budget else "")
                 + "\n"
             )
+            print("\n".join(texts), flush=True)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
-    else:
-        print(f"bound: {bound}\n")
-        print("\n".join(texts))
     return 0
 
 

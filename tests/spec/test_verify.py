@@ -99,6 +99,26 @@ def test_cli_text_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "counterexample" in out and "reused" in out and "replay-contract simulate" in out
 
 
+def test_a_stopped_run_keeps_the_verdicts_it_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def first_only(*args: object, **kwargs: object) -> list[verify.Result]:
+        calls.append(args[0])
+        if len(calls) > 1:
+            raise KeyboardInterrupt  # the user stops the run during the second contract
+        return verify_contract(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verify, "verify_contract", first_only)
+    status = _verify(tmp_path, "--contract", "seqnum,stable-id", "--property", "complete-reuse")
+    assert status == 130
+    out = capsys.readouterr().out
+    assert out.startswith(f"bound: {SMALL}\n")
+    assert "seqnum                 complete-reuse         counterexample" in out
+    assert "stable-id" not in out
+
+
 def test_proposed_contract_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     proposal = tmp_path / "proposal.json"
     proposal.write_text(
