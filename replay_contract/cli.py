@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -38,6 +38,11 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
+#: The longest a time limit may be (a solver takes it in milliseconds, as a 32-bit
+#: number): about eleven days.
+MAX_SECONDS = 1_000_000
+
+
 def positive_number(text: str) -> float:
     """An ``argparse`` type: a finite number of seconds greater than zero."""
     try:
@@ -49,11 +54,6 @@ def positive_number(text: str) -> float:
     if value > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"expected at most {MAX_SECONDS} seconds, got {text!r}")
     return value
-
-
-#: The longest a time limit may be (a solver takes it in milliseconds, as a 32-bit
-#: number): about eleven days.
-MAX_SECONDS = 1_000_000
 
 
 def path_argument(text: str) -> Path:
@@ -109,6 +109,16 @@ def writable_file(path: Path, what: str) -> Path:
     if not existed:
         path.unlink(missing_ok=True)
     return path
+
+
+def free_names(folder: Path, names: Iterable[str], what: str = "--out") -> None:
+    """Refuse, before any work, a ``folder`` where one of the files a command may
+    write (``names``) cannot be: a folder is in its place, or a file that cannot be
+    written over."""
+    for name in names:
+        path = folder / name
+        if path.is_dir() or (path.exists() and not os.access(path, os.W_OK)):
+            raise CommandError(f"{what} {folder}: cannot write {name} there")
 
 
 def one_line(message: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import replay_contract.model.catalogue as catalogue
-from replay_contract.cli import CommandError, path_argument, positive_int, writable_folder
+from replay_contract.cli import free_names, path_argument, positive_int, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.model.explore import explore
 from replay_contract.model.files import slug
@@ -69,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     chosen = chosen_contracts(args)
     writable_folder(args.out)
-    for contract in chosen:  # where each finding would be written (model/explore.py)
-        for prop in PROPERTIES:
-            target = args.out / f"{slug(f'{scenario.name}-{contract.name}-{prop}')}.json"
-            if target.is_dir() or (target.exists() and not os.access(target, os.W_OK)):
-                raise CommandError(f"--out {args.out}: cannot write {target.name} there")
+    # where each finding would be written (its name: model/explore.py)
+    free_names(
+        args.out,
+        (f"{slug(f'{scenario.name}-{c.name}-{p}')}.json" for c in chosen for p in PROPERTIES),
+    )
     results: list[dict[str, Any]] = []
     for contract in chosen:
         print(f"exploring {scenario.name} under {contract.name} ...", file=sys.stderr)

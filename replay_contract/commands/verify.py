@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError, path_argument, positive_number, writable_folder
+from replay_contract.cli import (
+    CommandError,
+    free_names,
+    path_argument,
+    positive_number,
+    writable_folder,
+)
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.spec.bound import DEFAULT, BoundError, parse
 from replay_contract.spec.properties import PROPERTIES
@@ -91,11 +96,7 @@ def run(args: argparse.Namespace) -> int:
     props = properties(args.property)
     chosen = chosen_contracts(args)
     writable_folder(args.out)
-    for contract in chosen:  # where each counterexample would be written
-        for prop in props:
-            target = args.out / counterexample_name(contract.name, prop)
-            if target.is_dir() or (target.exists() and not os.access(target, os.W_OK)):
-                raise CommandError(f"--out {args.out}: cannot write {target.name} there")
+    free_names(args.out, (counterexample_name(c.name, p) for c in chosen for p in props))
     started = time.monotonic()
 
     def progress(message: str) -> None:
