@@ -99,8 +99,12 @@ def run(args: argparse.Namespace) -> int:
     # Everything the run writes is checked before the target starts: a run that found
     # a failure must not lose it to an output path that cannot be written.
     writable_folder(args.out, "--out")
-    # the folder the failing scenarios of this target and contract go to (suite.py)
-    writable_folder(args.out / slug(args.target) / slug(chosen.name), "--out")
+    # the folder the failing scenarios of this target and contract go to (suite.py);
+    # created only when one fails, so only what is already there is checked
+    where = args.out / slug(args.target) / slug(chosen.name)
+    for part in (where.parent, where):
+        if part.exists() and not part.is_dir():
+            raise CommandError(f"--out {args.out}: {part.name} there is not a folder")
     if args.junit is not None:
         writable_file(args.junit, "--junit")
     fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
