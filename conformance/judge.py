@@ -59,6 +59,14 @@ class Result:
     scenario_file: str | None = None
 
 
+def unclaimed(caps: Capabilities, contract: Contract) -> str | None:
+    """``implements ..., not CONTRACT`` when the target does not claim ``contract``: then
+    it can run nothing under it."""
+    if contract.name in caps.contracts:
+        return None
+    return f"implements {', '.join(caps.contracts) or 'no contract'}, not {contract.name}"
+
+
 def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> str | None:
     """Why the target cannot run this scenario under this contract, if it cannot."""
     if contract.name not in caps.contracts:

@@ -70,6 +70,7 @@ class _ReplaySession:
         from replay_contract.model.contracts import contract
         from replay_contract.model.errors import UnknownContractError
 
+        from .judge import unclaimed
         from .targets import resolve
 
         self.target: str = config.getoption("replay_target")
@@ -85,13 +86,12 @@ class _ReplaySession:
             self.impl: Implementation = resolve(self.target)
         except (CommandError, UnknownContractError) as exc:
             raise pytest.UsageError(f"--replay-target={self.target}: {exc}") from None
-        claimed = self.impl.capabilities.contracts
-        if self.contract.name not in claimed:
+        reason = unclaimed(self.impl.capabilities, self.contract)
+        if reason is not None:
             self.close()
             raise pytest.UsageError(
-                f"--replay-target={self.target}: the target implements "
-                f"{', '.join(claimed) if claimed else 'no contract'}, not "
-                f"{self.contract.name}; choose one it implements with --replay-contract"
+                f"--replay-target={self.target}: the target {reason}; "
+                "choose one it implements with --replay-contract"
             )
 
     def close(self) -> None:

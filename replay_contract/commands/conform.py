@@ -89,7 +89,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from replay_contract.conformance import report, suite, targets
+    from replay_contract.conformance import judge, report, suite, targets
 
     if args.examples < 0:
         raise CommandError(f"--examples: must not be negative, got {args.examples}")
@@ -111,12 +111,10 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     impl = targets.resolve(args.target)
     try:
-        claimed = impl.capabilities.contracts
-        if chosen.name not in claimed:
+        reason = judge.unclaimed(impl.capabilities, chosen)
+        if reason is not None:
             raise CommandError(
-                f"target {args.target} implements "
-                f"{', '.join(claimed) if claimed else 'no contract'}, not {chosen.name}; "
-                "choose one it implements with --contract"
+                f"target {args.target} {reason}; choose one it implements with --contract"
             )
         todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep, scenarios=fixed)
         runnable(impl, todo, chosen)
