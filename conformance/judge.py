@@ -59,20 +59,19 @@ class Result:
     scenario_file: str | None = None
 
 
-def unclaimed(caps: Capabilities, contract: Contract) -> str | None:
+def unclaimed(caps: Capabilities, contract: Contract, verb: str = "implements") -> str | None:
     """``implements ..., not CONTRACT`` when the target does not claim ``contract``: then
     it can run nothing under it."""
     if contract.name in caps.contracts:
         return None
-    return f"implements {', '.join(caps.contracts) or 'no contract'}, not {contract.name}"
+    return f"{verb} {', '.join(caps.contracts) or 'no contract'}, not {contract.name}"
 
 
 def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> str | None:
     """Why the target cannot run this scenario under this contract, if it cannot."""
-    if contract.name not in caps.contracts:
-        return (
-            f"the target claims {', '.join(caps.contracts) or 'no contract'}, not {contract.name}"
-        )
+    unclaimed_reason = unclaimed(caps, contract, "claims")
+    if unclaimed_reason is not None:
+        return f"the target {unclaimed_reason}"
     if not caps.crash_points and any(s.crash_after is not None for s in scenario.schedule):
         return "needs a crash inside a step (crash_after); the target crashes only between steps"
     if not caps.non_replayable and any(not c.replayable for c in scenario.topology.channels):
