@@ -43,6 +43,7 @@ from .bound import Bound
 from .properties import PROPERTIES, check, check_all
 
 VERDICTS = ("proved", "counterexample", "unknown")
+ENGINES = ("unrolling", "induction")
 BEHAVIOURS = ("crash", "restore", "reuse", "wait", "invalidation")
 
 
@@ -68,6 +69,9 @@ class Result:
     reason: str = ""
     counterexample: Counterexample | None = None
     reachable: dict[str, str] = field(factory=dict)
+    #: per agent: the engine whose answer the verdict is (``induction`` proofs, or the
+    #: ``unrolling``'s proofs, counterexamples and unknowns)
+    engines: dict[str, str] = field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -85,6 +89,7 @@ class Result:
             )
             data["explanation"] = self.counterexample.explanation
         data["reachable"] = self.reachable
+        data["engines"] = self.engines
         return data
 
 
@@ -358,16 +363,22 @@ def verify_contract(
     reachability: bool = True,
     progress: Progress | None = None,
     workers: int | None = None,
+    engine: str = "unrolling",
 ) -> list[Result]:
     """Every property of ``properties`` for one contract at one bound.
 
     Each agent of the bound is its own encoding and solver; with more than one worker
     (default: one per agent, at most one per core) they run in parallel processes.
+    With ``engine="induction"``, the properties :func:`.induction.inductive` gives are
+    first proved by induction (:mod:`.induction`); the unrolling answers for the rest.
     """
     global _progress
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     _progress = progress  # forked workers inherit it and report as they go
     jobs = [
-        (contract, agent, bound, tuple(properties), timeout, reachability) for agent in bound.agents
+        (contract, agent, bound, tuple(properties), timeout, reachability, engine)
+        for agent in bound.agents
     ]
     count = min(len(jobs), workers or os.cpu_count() or 1)
     try:
@@ -382,11 +393,14 @@ def verify_contract(
     finally:
         _progress = None
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
-    reach: dict[str, str] = dict.fromkeys(BEHAVIOURS, "unreachable")
+    reach: dict[str, str] = dict.fromkeys(
+        BEHAVIOURS, "unreachable" if reachability else "not checked"
+    )
     for outcome in outcomes:
         for prop, found in outcome.results.items():
             result = results[prop]
             result.seconds += found.seconds
+            result.engines.update(found.engines)
             if result.verdict == "counterexample" or found.verdict == "proved":
                 continue
             if found.verdict == "counterexample" or result.verdict == "proved":
@@ -420,7 +434,7 @@ class AgentOutcome:
         )
 
 
-Job = tuple[Contract, str, Bound, tuple[str, ...], float | None, bool]
+Job = tuple[Contract, str, Bound, tuple[str, ...], float | None, bool, str]
 
 #: The progress of the ``verify_contract`` call running; forked workers inherit it, so
 #: each agent reports its steps as they happen, not when it is done.
@@ -457,18 +471,31 @@ def _verify_agent(
     properties: tuple[str, ...],
     timeout: float | None,
     reachability: bool,
+    engine: str = "unrolling",
 ) -> AgentOutcome:
     """Every property and the reachability checks on the encoding of one agent."""
+    by_induction, spent = (
+        _induction(contract, agent, bound, properties, timeout)
+        if engine == "induction"
+        else ({}, 0.0)
+    )
+    rest = tuple(p for p in properties if p not in by_induction)
+    results = dict(by_induction)
+    if not rest and not reachability:
+        return AgentOutcome(results, {})
     _say(f"{contract.name}: encoding agent {agent!r} at {bound}")
     problem = build(contract, agent, bound)
-    share = problem.build_seconds / max(len(properties), 1)
+    share = spent + problem.build_seconds / max(len(rest), 1)
     _say(
         f"{contract.name} / {agent}: {len(problem.machine.decode)} micro-steps, "
         f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
     )
-    results = {prop: Result(contract.name, prop, "proved", bound, share) for prop in properties}
-    alone = _screen(problem, properties, timeout, results)
-    for prop in properties:
+    for prop in rest:
+        results[prop] = Result(
+            contract.name, prop, "proved", bound, share, engines={agent: "unrolling"}
+        )
+    alone = _screen(problem, rest, timeout, results) if rest else set()
+    for prop in rest:
         result = results[prop]
         if prop not in alone:
             _say(f"{contract.name} / {prop} / {agent}: proved ({result.seconds:.1f} s)")
@@ -511,6 +538,36 @@ def _verify_agent(
                 r.seconds += spent / len(results)
         reach = {b: reach[b] for b in BEHAVIOURS}
     return AgentOutcome(results, reach)
+
+
+def _induction(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    properties: tuple[str, ...],
+    timeout: float | None,
+) -> tuple[dict[str, Result], float]:
+    """The properties proved by induction for one agent (the others are left out), and
+    the seconds spent on each of the others."""
+    from . import induction
+
+    attempted = induction.inductive(contract, agent, properties)
+    if not attempted:
+        why = induction.unsupported(contract) or "no property it has an invariant for"
+        _say(f"{contract.name} / induction / {agent}: not tried: {why}")
+        return {}, 0.0
+    _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")
+    outcome = induction.prove(contract, agent, bound, attempted, timeout, _say)
+    for prop, why in outcome.failed.items():
+        _say(f"{contract.name} / {prop} / {agent}: not proved by induction ({why}); unrolling")
+    share = outcome.seconds / len(attempted)
+    proved = {
+        p: Result(contract.name, p, "proved", bound, share, engines={agent: "induction"})
+        for p in outcome.proved
+    }
+    for p in proved:
+        _say(f"{contract.name} / {p} / {agent}: proved by induction ({share:.1f} s)")
+    return proved, share
 
 
 def _screen(

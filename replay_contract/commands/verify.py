@@ -53,6 +53,15 @@ def register(sub: Any) -> None:
         help="seconds per solver query before the verdict is unknown (default 600)",
     )
     p.add_argument(
+        "--engine",
+        choices=("unrolling", "induction"),
+        default="unrolling",
+        help="how properties are proved: 'unrolling' (default: every run of the bound "
+        "unrolled into one formula) or 'induction' (an invariant kept by every micro-step; "
+        "for contracts it has an invariant for, with the unrolling for the rest and for "
+        "counterexamples)",
+    )
+    p.add_argument(
         "--no-reachability", action="store_true", help="skip the reachability (vacuity) checks"
     )
     p.add_argument(
@@ -80,6 +89,7 @@ def properties(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from replay_contract.spec.induction import ClassMismatch
     from replay_contract.spec.verify import (
         EncodingMismatch,
         check_budget,
@@ -118,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 reachability=not args.no_reachability,
                 progress=progress,
+                engine=args.engine,
             )
-        except EncodingMismatch as exc:
+        except (EncodingMismatch, ClassMismatch) as exc:
             print(f"replay-contract verify: internal error: {exc}", file=sys.stderr)
             return 3
         budget = check_budget(contract, bound, args.timeout) if args.check_budget else None
@@ -138,9 +149,14 @@ def run(args: argparse.Namespace) -> int:
             texts.append(_text(r, explanation_table(r), hint))
         if not args.json:
             reach = results[0].reachable if results else {}
+            checked = any(v != "not checked" for v in reach.values())
             texts.append(
                 "  reachable within the bound: "
-                + ", ".join(f"{k} {v}" for k, v in reach.items())
+                + (
+                    ", ".join(f"{k} {v}" for k, v in reach.items())
+                    if checked
+                    else "not checked (--no-reachability)"
+                )
                 + (f"; unrolling {budget}" if budget else "")
                 + "\n"
             )
@@ -154,6 +170,10 @@ def _text(r: Any, table: str, hint: str) -> str:
     line = f"{r.contract:22} {r.property:22} {r.verdict:15} {r.seconds:7.1f} s"
     if r.reason:
         line += f"  ({r.reason})"
+    by = sorted(a for a, e in r.engines.items() if e == "induction")
+    if by:
+        whom = "" if len(by) == len(r.engines) else f" for agent {' and '.join(by)}"
+        line += f"  (by induction{whom})"
     if r.counterexample is None:
         return line
     ce = r.counterexample

@@ -1,0 +1,116 @@
+"""The induction engine of ``verify``: what it proves, what it must not, and the step
+classes its soundness rests on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replay_contract.cli import main
+from replay_contract.model import bounded
+from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
+from replay_contract.spec import encoding as enc
+from replay_contract.spec import induction
+from replay_contract.spec.bound import parse
+from replay_contract.spec.verify import verify_contract
+
+SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
+
+
+def test_induction_agrees_with_the_explorer_and_proves_what_it_claims() -> None:
+    results = verify_contract(SEQNUM, SMALL, engine="induction")
+    explored = bounded.explore(SMALL, SEQNUM)
+    for r in results:
+        assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
+        by_induction = r.property in induction.INDUCTIVE
+        expected = "induction" if by_induction else "unrolling"
+        assert r.engines == dict.fromkeys(SMALL.agents, expected), r.property
+    assert {r.property: r.verdict for r in results}["complete-reuse"] == "counterexample"
+
+
+@pytest.mark.parametrize("agent", ["stateful", "chain"])
+def test_seqnum_is_inductive_with_two_crashes(agent: str) -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=2")
+    outcome = induction.prove(SEQNUM, agent, bound, induction.INDUCTIVE)
+    assert outcome.failed == {}
+    assert outcome.proved == list(induction.INDUCTIVE)
+
+
+@pytest.mark.parametrize("name", ["stable-id", "no-divergence-check"])
+def test_the_invariant_does_not_prove_contracts_that_break_it(name: str) -> None:
+    # both really break no-stale-reuse or divergence-safeguard (the explorer's
+    # counterexamples); forced past the engine's rule check, the invariant must fail
+    outcome = induction.prove(CONTRACTS[name], "stateful", SMALL, induction.INDUCTIVE)
+    assert outcome.proved == []
+    assert all("not inductive at micro-step" in why for why in outcome.failed.values())
+
+
+def test_a_wrong_flag_is_not_proved() -> None:
+    # complete-reuse has no facts: asked anyway, its flag is not kept unset
+    outcome = induction.prove(SEQNUM, "stateful", SMALL, ["complete-reuse"])
+    assert outcome.proved == []
+    assert "may set its flag" in outcome.failed["complete-reuse"]
+
+
+@pytest.mark.parametrize(
+    "bound", ["inputs=3,channels=2,keys=2,crashes=1", "inputs=2,channels=1,keys=1,crashes=2"]
+)
+def test_every_micro_step_has_the_formula_of_its_class(bound: str) -> None:
+    b = parse(bound)
+    props = list(induction.INDUCTIVE)
+    total = enc.first_budget(SEQNUM, b) + b.crashes * enc.budget(SEQNUM, b)
+    reps = induction.step_classes(SEQNUM, b)
+    assert sorted({induction.class_of(SEQNUM, b, t) for t in range(total)}) == reps
+    covered = 0
+    for t in reps:
+        covered += 1 + induction.check_class(
+            SEQNUM, "stateful", b, induction.build_step(SEQNUM, "stateful", b, t, props), props
+        )
+    assert covered == total
+    # and the comparison tells different steps apart
+    first, second = (induction.step_formula(SEQNUM, "stateful", b, t, props) for t in reps[2:4])
+    assert len(first) != len(second) or not all(x.eq(y) for x, y in zip(first, second))
+
+
+def test_a_wrong_class_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(induction, "class_of", lambda contract, bound, t: 1 if t else 0)
+    props = ["no-lost-input"]
+    step = induction.build_step(SEQNUM, "stateful", SMALL, 1, props)
+    with pytest.raises(induction.ClassMismatch, match="differs from that of micro-step 1"):
+        induction.check_class(SEQNUM, "stateful", SMALL, step, props)
+
+
+def test_contracts_without_an_invariant_go_to_the_unrolling() -> None:
+    assert "wait=True" in induction.unsupported(ORDERED)
+    assert induction.unsupported(SEQNUM) == ""
+    assert induction.inductive(ORDERED, "stateful", induction.INDUCTIVE) == []
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    said: list[str] = []
+    results = verify_contract(
+        ORDERED, bound, ["no-lost-input"], engine="induction", progress=said.append, workers=1
+    )
+    assert [r.verdict for r in results] == ["proved"]
+    assert results[0].engines == dict.fromkeys(bound.agents, "unrolling")
+    assert any("induction" in line and "not tried" in line for line in said)
+
+
+def test_cli_engine_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["verify", "--contract", "seqnum", "--bound", str(SMALL), "--out", str(tmp_path)]
+    assert main([*args, "--engine", "induction", "--json", "--quiet"]) == 0
+    data = {d["property"]: d for d in json.loads(capsys.readouterr().out)}
+    assert data["no-stale-reuse"]["verdict"] == "proved"
+    assert set(data["no-stale-reuse"]["engines"].values()) == {"induction"}
+    assert data["complete-reuse"]["verdict"] == "counterexample"
+    assert set(data["complete-reuse"]["engines"].values()) == {"unrolling"}
+    assert main([*args, "--engine", "induction", "--property", "key-isolation", "--quiet"]) == 0
+    assert "(by induction)" in capsys.readouterr().out
+
+
+def test_cli_refuses_an_unknown_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "--engine", "guess"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--engine" in err and "guess" in err
