@@ -17,6 +17,10 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   explorer at each largest one (no dimension can grow without the explorer running out
   of time); the row with the most runs is the largest bound the explorer finishes.
 
+``--engine induction`` proves the ``proofs`` and ``ordered`` sections with the induction
+engine where it applies (:mod:`.induction`), the unrolling elsewhere; the ``engine``
+column says which answered.
+
 Each solver query gets ``--timeout`` seconds; a query that runs out is reported as
 ``unknown``, so the benchmark always ends.
 """
@@ -92,11 +96,15 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def proofs(names: str, bound: str, timeout: float) -> list[dict[str, Any]]:
+def proofs(
+    names: str, bound: str, timeout: float, engine: str = "unrolling"
+) -> list[dict[str, Any]]:
     out = []
     for c in contracts(names):
         started = time.monotonic()
-        results = verify_contract(c, parse(bound), timeout=timeout, reachability=False)
+        results = verify_contract(
+            c, parse(bound), timeout=timeout, reachability=False, engine=engine
+        )
         total = time.monotonic() - started
         for r in results:
             expected = EXPECTED.get((c.name, r.property), "")
@@ -109,6 +117,7 @@ def proofs(names: str, bound: str, timeout: float) -> list[dict[str, Any]]:
                     "expected": expected or "-",
                     "met": "-" if not expected else "yes" if expected == r.verdict else "NO",
                     "seconds": round(r.seconds, 2),
+                    "engine": "+".join(sorted(set(r.engines.values()))),
                 }
             )
         out.append(
@@ -120,6 +129,7 @@ def proofs(names: str, bound: str, timeout: float) -> list[dict[str, Any]]:
                 "expected": "-",
                 "met": "-",
                 "seconds": round(total, 2),
+                "engine": engine,
             }
         )
         _say(f"proofs {c.name} at {bound}: {total:.1f} s")
@@ -330,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--timeout", type=positive_number, default=120.0)
     p.add_argument(
+        "--engine",
+        choices=("unrolling", "induction"),
+        default="unrolling",
+        help="the engine of the proofs and ordered sections (see verify --engine)",
+    )
+    p.add_argument(
         "--only",
         default=",".join(SECTIONS),
         help=f"comma-separated sections to run (default all: {', '.join(SECTIONS)})",
@@ -366,10 +382,10 @@ def _run(args: argparse.Namespace) -> int:
     only = {s.strip() for s in args.only.split(",")}
     record: dict[str, Any] = {"cores": os.cpu_count(), "timeout": args.timeout}
     if "proofs" in only:
-        record["proofs"] = proofs(args.contracts, args.bound, args.timeout)
+        record["proofs"] = proofs(args.contracts, args.bound, args.timeout, args.engine)
     if "ordered" in only:
         record["ordered"] = proofs(
-            "ordered,ordered-before-first-tool-call", args.ordered_bound, args.timeout
+            "ordered,ordered-before-first-tool-call", args.ordered_bound, args.timeout, args.engine
         )
     if "counterexamples" in only:
         record["counterexamples"] = counterexamples(args.bound, args.timeout)

@@ -133,3 +133,29 @@ def test_bad_choices_are_refused_before_anything_runs(
     assert status == 2
     assert says in captured.err and captured.err.count("\n") == 1, captured.err
     assert captured.out == ""
+
+
+def test_the_proofs_section_says_which_engine_answered() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "replay_contract.spec.bench",
+            "--only",
+            "proofs",
+            "--contracts",
+            "seqnum",
+            "--bound",
+            "inputs=2,channels=1,keys=1,crashes=1",
+            "--engine",
+            "induction",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = {r["property"]: r for r in json.loads(done.stdout)["proofs"]}
+    assert rows["no-stale-reuse"]["engine"] == "induction"
+    assert rows["no-stale-reuse"]["met"] == "yes"
+    assert rows["complete-reuse"]["engine"] == "unrolling"
