@@ -477,7 +477,7 @@ def _verify_agent(
     by_induction, spent = (
         _induction(contract, agent, bound, properties, timeout)
         if engine == "induction"
-        else ({}, 0.0)
+        else ({}, {})
     )
     rest = tuple(p for p in properties if p not in by_induction)
     results = dict(by_induction)
@@ -485,14 +485,15 @@ def _verify_agent(
         return AgentOutcome(results, {})
     _say(f"{contract.name}: encoding agent {agent!r} at {bound}")
     problem = build(contract, agent, bound)
-    share = spent + problem.build_seconds / max(len(rest), 1)
+    share = problem.build_seconds / max(len(rest), 1)
     _say(
         f"{contract.name} / {agent}: {len(problem.machine.decode)} micro-steps, "
         f"{len(problem.machine.slots)} store slots, built in {problem.build_seconds:.1f} s"
     )
     for prop in rest:
+        seconds = share + spent.get(prop, 0.0)  # with a failed induction's share
         results[prop] = Result(
-            contract.name, prop, "proved", bound, share, engines={agent: "unrolling"}
+            contract.name, prop, "proved", bound, seconds, engines={agent: "unrolling"}
         )
     alone = _screen(problem, rest, timeout, results) if rest else set()
     for prop in rest:
@@ -533,9 +534,9 @@ def _verify_agent(
                         reach[other] = "reached"
             elif outcome == z3.unknown:
                 reach[behaviour] = f"unknown ({reason})"
-            spent = time.monotonic() - started
+            reaching = time.monotonic() - started
             for r in results.values():
-                r.seconds += spent / len(results)
+                r.seconds += reaching / len(results)
         reach = {b: reach[b] for b in BEHAVIOURS}
     return AgentOutcome(results, reach)
 
@@ -546,16 +547,16 @@ def _induction(
     bound: Bound,
     properties: tuple[str, ...],
     timeout: float | None,
-) -> tuple[dict[str, Result], float]:
+) -> tuple[dict[str, Result], dict[str, float]]:
     """The properties proved by induction for one agent (the others are left out), and
-    the seconds spent on each of the others."""
+    the seconds spent on each property it tried and did not prove."""
     from . import induction
 
     attempted = induction.inductive(contract, agent, properties)
     if not attempted:
         why = induction.unsupported(contract) or "no property it has an invariant for"
         _say(f"{contract.name} / induction / {agent}: not tried: {why}")
-        return {}, 0.0
+        return {}, {}
     _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")
     outcome = induction.prove(contract, agent, bound, attempted, timeout, _say)
     for prop, why in outcome.failed.items():
@@ -567,7 +568,7 @@ def _induction(
     }
     for p in proved:
         _say(f"{contract.name} / {p} / {agent}: proved by induction ({share:.1f} s)")
-    return proved, share
+    return proved, dict.fromkeys(outcome.failed, share)
 
 
 def _screen(
