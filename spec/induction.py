@@ -54,6 +54,7 @@ from . import encoding as enc
 from . import logic as lg
 from .agentterms import TAG_HISTORY, Plan, output_term, run_input, write_term
 from .bound import Bound
+from .cells import Cells
 from .logic import Sym
 
 #: The tick the symbolic start counts from: above every tick of an unrolling of the
@@ -72,26 +73,43 @@ INDUCTIVE = (
 T = lg.Term
 
 
-def unsupported(contract: Contract) -> str:
-    """Why the invariant does not fit ``contract`` (empty when it does)."""
-    needs = {
-        "wait": False,
+#: The rules a contract needs for each invariant: one for the contracts that do not wait
+#: (``seqnum``'s), one for those that do (``ordered``'s).
+FAMILIES: dict[bool, dict[str, object]] = {
+    False: {
         "match": "position",
         "on_miss": "invalidate",
         "record_order": "no",
         "durable_invalidation": True,
         "invalidation_scope": "key",
-    }
+    },
+    True: {
+        "match": "position",
+        "on_miss": "nothing",
+        "record_order": ("with-first-completion", "before-first-tool-call"),
+        "durable_invalidation": True,
+        "invalidation_scope": "key",
+    },
+}
+
+
+def unsupported(contract: Contract) -> str:
+    """Why no invariant fits ``contract`` (empty when one does)."""
+    needs = FAMILIES[contract.wait]
     off = [
         f"{name}={getattr(contract, name)!r}"
         for name, want in needs.items()
-        if getattr(contract, name) != want
+        if getattr(contract, name) not in (want if isinstance(want, tuple) else (want,))
     ]
     if not off:
         return ""
+    kind = (
+        "look up by position, record the order and invalidate one key durably, and wait"
+        if contract.wait
+        else "look up by position and invalidate one key durably on a miss, without waiting"
+    )
     return (
-        "the induction engine has an invariant only for contracts that look up by "
-        "position and invalidate one key durably on a miss, without waiting "
+        f"the induction engine has an invariant only for contracts that {kind} "
         f"({contract.name} has {', '.join(off)})"
     )
 
@@ -136,6 +154,11 @@ class Ghosts:
     order: dict[str, list[list[Pair]]]
     memory: dict[str, list[list[Sym]]]
     prefix: dict[int, list[Pair]] = field(factory=dict)
+    #: waiting contracts: per key, where its recorded order ends in the store (one for
+    #: both views); the key of the write at each tick; the store's invalidation marks
+    end: list[Sym] = field(factory=list)
+    tick_key: Callable[[Sym], Any] | None = None
+    marks: list[enc.InvalidationMark] = field(factory=list)
 
 
 class _Fresh:
@@ -225,8 +248,11 @@ def _memory_before(plan: Plan, entry: int, memory: Sym, record: Sym, version: Sy
     return mem
 
 
-def invariant(m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[str]) -> list[Fact]:
-    """The facts of the invariant about ``m``'s state in ``epoch`` (named, one query each)."""
+def invariant(
+    m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[str], now: int
+) -> list[Fact]:
+    """The facts of the invariant about ``m``'s state in ``epoch`` (named, one query
+    each); every tick so far is below ``now``."""
     op, saved, world = m.op, m.saved, m.world
     up = world["up"]
     n, keys = m.n, m.k
@@ -319,15 +345,22 @@ def invariant(m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[s
                 f"accepted below offset {name} {r}",
                 lg.implies(view.cell("accepted", r), lg.lt(r, offset)),
             )
+            taken = view.cell("accepted", r)
+            if m.contract.wait:  # delivered: accepted or waiting, not both
+                waiting = view.cell("waiting", r)
+                add(f"waiting below offset {name} {r}", lg.implies(waiting, lg.lt(r, offset)))
+                add(
+                    f"waiting not accepted {name} {r}",
+                    lg.implies(guard, lg.not_(lg.and_(taken, waiting))),
+                )
+                taken = lg.or_(taken, waiting)
             add(
                 f"accepted = delivered {name} {r}",
-                lg.implies(guard, lg.eq(view.cell("accepted", r), view.cell("delivered", r))),
+                lg.implies(guard, lg.eq(taken, view.cell("delivered", r))),
             )
             add(
                 f"below offset accepted {name} {r}",
-                lg.implies(
-                    lg.and_(guard, lg.lt(r, offset), lg.not_(lost)), view.cell("accepted", r)
-                ),
+                lg.implies(lg.and_(guard, lg.lt(r, offset), lg.not_(lost)), taken),
             )
         for c in range(m.c):
             add(
@@ -340,6 +373,16 @@ def invariant(m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[s
     for c in range(m.c):
         add(f"high {c}", lg.le(world.cell("high", c), n))
     go = g["op"]
+    for s in m.slots:
+        if s.epoch == epoch and s.kind == "order":
+            add(
+                f"written behind slot {s.index}",
+                lg.implies(s.present, lg.lt(s.position, op.at("next", s.key))),
+            )
+            add(
+                f"written accepted slot {s.index}",
+                lg.implies(lg.and_(up, s.present), op.cell("accepted", s.record)),
+            )
     for s in slots:
         if s.epoch != epoch:
             continue
@@ -521,18 +564,277 @@ def invariant(m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[s
                             lg.lt(world.at("diverged", s.key, q), s.time),
                         ),
                     )
+    if m.contract.wait:
+        _waiting_facts(m, ghosts, epoch, properties, now, add)
     return facts
 
 
+def _waiting_facts(
+    m: enc.Machine,
+    ghosts: Ghosts,
+    epoch: int,
+    properties: Sequence[str],
+    now: int,
+    add: Callable[[str, Sym], None],
+) -> None:
+    """The facts of a waiting contract: the store's recorded order of each key runs
+    without a gap from its position to the ghost ``end`` (every valid entry at or after
+    the position lies before it); the live expected order is that recorded order; the
+    waiting inputs, the keys' ranks and the advance loop are well formed."""
+    op, saved, w, shape = m.op, m.saved, m.world, m.shape
+    up = w["up"]
+    n, keys = m.n, m.k
+    end, g = ghosts.end, ghosts.order
+    every = [s for s in m.slots if s.epoch <= epoch]
+    carriers = [s for s in every if s.kind == "order" or lg._const(s.order) is not False]
+    entries: list[enc.Slot | enc.InvalidationMark] = [*every, *ghosts.marks]
+    views = (("op", op, up), ("saved", saved, True))
+
+    def valid(view: Cells, s: enc.Slot) -> Sym:
+        return lg.and_(
+            s.present,
+            lg.le(view["marker"], s.time),
+            lg.not_(s.voided),
+            lg.not_(view.cell("volatile-voided", s.index)),
+        )
+
+    def appears(view: Cells, k: int) -> Sym:
+        return lg.or_(
+            *(lg.and_(x.present, lg.le(view["marker"], x.time), lg.eq(x.key, k)) for x in entries)
+        )
+
+    for s in every:
+        add(f"voided only if present slot {s.index}", lg.implies(s.voided, s.present))
+        add(
+            f"position in range slot {s.index}",
+            lg.implies(s.present, lg.and_(lg.le(0, s.position), lg.lt(s.position, n))),
+        )
+    for k in range(keys):
+        add(
+            f"end after checkpoint {k}",
+            lg.and_(lg.le(saved.cell("next", k), end[k]), lg.le(end[k], n)),
+        )
+        add(f"end after position {k}", lg.implies(up, lg.le(op.cell("next", k), end[k])))
+    safeguard = "divergence-safeguard" in properties
+    for name, view, guard in views:
+        for s in every:
+            ahead = lg.and_(guard, valid(view, s), lg.le(view.at("next", s.key), s.position))
+            add(
+                f"before end {name} slot {s.index}",
+                lg.implies(ahead, lg.lt(s.position, lg.select(s.key, end, 0))),
+            )
+            if s.kind != "order":
+                continue
+            add(
+                f"order is order {name} slot {s.index}",
+                lg.implies(
+                    ahead,
+                    lg.and_(
+                        lg.eq(_at(_rows(g[name], 0), s.key, s.position, -1), s.record),
+                        lg.eq(_at(_rows(g[name], 1), s.key, s.position, 0), s.version),
+                    ),
+                ),
+            )
+            if safeguard:
+                code = lg.add(lg.add(s.record, s.record), s.version)
+                add(
+                    f"recorded {name} slot {s.index}",
+                    lg.implies(valid(view, s), lg.eq(w.at("recorded", s.key, s.position), code)),
+                )
+                for q in range(n):
+                    add(
+                        f"no later divergence {name} slot {s.index} {q}",
+                        lg.implies(
+                            lg.and_(valid(view, s), lg.le(q, s.position)),
+                            lg.lt(w.at("diverged", s.key, q), s.time),
+                        ),
+                    )
+        for k in range(keys):
+            nxt = view.cell("next", k)
+            for q in range(n):
+                carried = lg.or_(
+                    *(
+                        lg.and_(
+                            valid(view, s),
+                            s.order if s.kind == "completion" else True,
+                            lg.eq(s.key, k),
+                            lg.eq(s.position, q),
+                        )
+                        for s in carriers
+                    )
+                )
+                add(
+                    f"recorded without gap {name} {k} {q}",
+                    lg.implies(lg.and_(guard, lg.le(nxt, q), lg.lt(q, end[k])), carried),
+                )
+            ee, da = view.cell("expected-end", k), view.cell("diverge-at", k)
+            add(
+                f"recovering key in view {name} {k}",
+                lg.implies(lg.and_(guard, lg.or_(lg.lt(nxt, ee), lg.le(0, da))), appears(view, k)),
+            )
+            add(f"expected end {name} {k}", lg.and_(lg.le(0, ee), lg.le(ee, n)))
+            add(
+                f"pending divergence {name} {k}",
+                lg.implies(guard, lg.or_(lg.eq(da, -1), lg.and_(lg.eq(da, ee), lg.le(nxt, da)))),
+            )
+            inserted = view.cell("inserted", k)
+            add(
+                f"inserted {name} {k}",
+                lg.or_(
+                    lg.eq(inserted, enc.ABSENT), lg.and_(lg.le(0, inserted), lg.lt(inserted, now))
+                ),
+            )
+            for other in range(k + 1, keys):
+                add(
+                    f"inserted apart {name} {k} {other}",
+                    lg.implies(
+                        lg.lt(inserted, enc.ABSENT), lg.ne(inserted, view.cell("inserted", other))
+                    ),
+                )
+            add(f"no volatile rank {name} {k}", lg.eq(view.cell("volatile-rank", k), enc.ABSENT))
+            if epoch == 0:
+                add(f"first epoch expects nothing {name} {k}", lg.and_(lg.eq(ee, 0), lg.eq(da, -1)))
+        for r in range(n):
+            rank = lg.select(shape.key[r], [view.cell("inserted", k) for k in range(keys)], 0)
+            add(
+                f"waiting key inserted {name} {r}",
+                lg.implies(lg.and_(guard, view.cell("waiting", r)), lg.lt(rank, enc.ABSENT)),
+            )
+            since = view.cell("waiting-since", r)
+            add(
+                f"waiting since {name} {r}",
+                lg.implies(view.cell("waiting", r), lg.and_(lg.le(0, since), lg.lt(since, now))),
+            )
+            if epoch == 0:
+                add(f"first epoch waits for nothing {name} {r}", lg.not_(view.cell("waiting", r)))
+    for k in range(keys):
+        nxt, ee, da = op.cell("next", k), op.cell("expected-end", k), op.cell("diverge-at", k)
+        add(f"expected before end {k}", lg.implies(up, lg.le(ee, end[k])))
+        for q in range(n):
+            add(
+                f"expected is order {k} {q}",
+                lg.implies(
+                    lg.and_(up, lg.le(nxt, q), lg.lt(q, ee)),
+                    lg.and_(
+                        lg.eq(op.cell("expected", k, q), g["op"][k][q][0]),
+                        lg.eq(op.cell("expected-version", k, q), g["op"][k][q][1]),
+                    ),
+                ),
+            )
+        add(
+            f"expected to end {k}",
+            lg.implies(up, lg.or_(lg.eq(ee, end[k]), lg.eq(nxt, end[k]), lg.le(0, da))),
+        )
+        add(f"divergence before end {k}", lg.implies(up, lg.lt(da, end[k])))
+        add(
+            f"recovering key inserted {k}",
+            lg.implies(
+                lg.and_(up, lg.or_(lg.lt(nxt, ee), lg.le(0, da))),
+                lg.lt(op.cell("inserted", k), enc.ABSENT),
+            ),
+        )
+    # a tick belongs to one key, so that two keys never share a rank
+    assert ghosts.tick_key is not None
+    for x in entries:
+        label = f"slot {x.index}" if isinstance(x, enc.Slot) else "mark"
+        add(f"tick's key {label}", lg.implies(x.present, lg.eq(ghosts.tick_key(x.time), x.key)))
+    # the advance loop
+    advancing = lg.eq(w["phase"], enc.ADVANCE)
+    after, arg, key = w["after"], w["after-arg"], w["key"]
+    add(
+        "loop's sequel",
+        lg.implies(advancing, lg.and_(lg.le(0, after), lg.le(after, enc.AFTER_END))),
+    )
+    add(
+        "loop's input",
+        lg.implies(
+            lg.and_(advancing, lg.eq(after, enc.AFTER_ARRIVAL)),
+            lg.and_(lg.le(0, arg), lg.lt(arg, n)),
+        ),
+    )
+    add(
+        "loop's place",
+        lg.implies(
+            lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL)),
+            lg.and_(lg.le(1, arg), lg.le(arg, keys)),
+        ),
+    )
+    for j in range(keys):
+        add(
+            f"order's key {j}",
+            lg.and_(lg.le(0, w.cell("order", j)), lg.lt(w.cell("order", j), keys)),
+        )
+    if epoch == 0:
+        add("first epoch loops only at the end", lg.implies(advancing, lg.eq(after, enc.AFTER_END)))
+    ending = lg.and_(advancing, lg.eq(after, enc.AFTER_END))
+    cut = w["cut"]
+    add(
+        "cut pending",
+        lg.implies(
+            lg.le(0, cut),
+            lg.and_(
+                lg.ne(after, enc.AFTER_END),
+                lg.lt(w["crashes"], m.f),
+                lg.le(0, w["effects"]),
+                lg.lt(w["effects"], cut),
+            ),
+        ),
+    )
+    add(
+        "end loop's key expects nothing",
+        lg.implies(ending, lg.le(op.at("expected-end", key), op.at("next", key))),
+    )
+    for j in range(1, keys + 1):
+        add(
+            f"loop's key is in order {j}",
+            lg.implies(
+                lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL), lg.eq(arg, j)),
+                lg.and_(w.cell("order-in", j - 1), lg.eq(w.cell("order", j - 1), key)),
+            ),
+        )
+    for j in range(keys - 1):
+        add(
+            f"order without gap {j}",
+            lg.implies(lg.and_(ending, w.cell("order-in", j + 1)), w.cell("order-in", j)),
+        )
+    for r in range(n):
+        kr = shape.key[r]
+        later = lg.or_(
+            lg.eq(kr, key),
+            *(
+                lg.and_(lg.le(arg, j), w.cell("order-in", j), lg.eq(w.cell("order", j), kr))
+                for j in range(keys)
+            ),
+        )
+        add(
+            f"end loop reaches waiting {r}",
+            lg.implies(lg.and_(ending, op.cell("waiting", r)), later),
+        )
+
+
 def _basic(m: enc.Machine, epoch: int) -> list[Sym]:
-    """Facts of every state of an epoch: the crash count, the phase, no crash pending."""
+    """Facts of every state of an epoch: the crash count, the phase, no crash pending
+    (a waiting contract: none outside an advance loop, which runs while up)."""
     w = m.world
-    return [
+    crashes = [
         lg.le(0, w["crashes"]),
         lg.le(w["crashes"], epoch + 1),
         lg.implies(w["up"], lg.le(w["crashes"], epoch)),
-        lg.or_(lg.eq(w["phase"], enc.IDLE), lg.eq(w["phase"], enc.DONE)),
-        lg.eq(w["cut"], -1),
+    ]
+    if not m.contract.wait:
+        return [
+            *crashes,
+            lg.or_(lg.eq(w["phase"], enc.IDLE), lg.eq(w["phase"], enc.DONE)),
+            lg.eq(w["cut"], -1),
+        ]
+    advancing = lg.eq(w["phase"], enc.ADVANCE)
+    return [
+        *crashes,
+        lg.or_(lg.eq(w["phase"], enc.IDLE), advancing, lg.eq(w["phase"], enc.DONE)),
+        lg.implies(lg.not_(advancing), lg.eq(w["cut"], -1)),
+        lg.implies(advancing, w["up"]),
+        lg.le(0, w["key"]),
+        lg.lt(w["key"], m.k),
     ]
 
 
@@ -596,6 +898,9 @@ def build_step(
             for s in m.slots
         },
     )
+    if contract.wait:
+        ghosts.end = [fresh(0, f"end{k}") if t else 0 for k in range(keys)]
+        ghosts.tick_key = _tick_key
     pre: list[Sym] = []
     assumed: list[Fact] = []
     if t == 0:
@@ -622,6 +927,23 @@ def build_step(
             s.prefix = fresh(lg.NONE, tag + "prefix")
             s.time = fresh(0, tag + "time")
             pre.append(lg.implies(s.present, lg.and_(lg.le(0, s.time), lg.lt(s.time, BASE))))
+        for _ in range(marks_before(contract, bound, t)):
+            mark = enc.InvalidationMark(
+                fresh(False, "mark"), fresh(0, "mark-key"), fresh(0, "mark-time")
+            )
+            m.marks.append(mark)
+            pre.append(
+                lg.implies(
+                    mark.present,
+                    lg.and_(
+                        lg.le(0, mark.time),
+                        lg.lt(mark.time, BASE),
+                        lg.le(0, mark.key),
+                        lg.lt(mark.key, keys),
+                    ),
+                )
+            )
+        ghosts.marks = list(m.marks)
         m.time = BASE
         m.decode.append({"padding": fresh(False, "padding")})
         w = m.world
@@ -632,16 +954,30 @@ def build_step(
                 pre.append(lg.lt(w.cell("diverged", k, q), BASE))
         for view in (m.op, m.saved):
             pre += [lg.le(0, view["marker"]), lg.le(view["marker"], BASE)]
-        assumed = invariant(m, ghosts, before, properties)
+        assumed = invariant(m, ghosts, before, properties, BASE)
         pre += [fact for _, fact in assumed]
     _track(m, ghosts)
     present = {s.index: s.present for s in m.slots}
+    marks = len(m.marks)
     m.micro_step(t)
+    writes: list[tuple[Sym, Sym, Sym]] = []  # (written now, tick, key)
     for s in m.slots:
-        if s.epoch != epoch or s.kind != "completion":
+        if s.epoch != epoch:
             continue
         new = lg.and_(s.present, lg.not_(present[s.index]))
         if lg._const(new) is False:
+            continue
+        writes.append((new, s.time, s.key))
+        if contract.wait:
+            ghosts.end = [
+                lg.ite(
+                    lg.and_(new, lg.eq(s.key, k), lg.le(end, s.position)),
+                    lg.add(s.position, 1),
+                    end,
+                )
+                for k, end in enumerate(ghosts.end)
+            ]
+        if s.kind != "completion":
             continue
         row = [
             (
@@ -654,6 +990,10 @@ def build_step(
             (lg.ite(new, a[0], b[0]), lg.ite(new, a[1], b[1]))
             for a, b in zip(row, ghosts.prefix[s.index], strict=True)
         ]
+    if contract.wait:
+        writes += [(mark.present, mark.time, mark.key) for mark in m.marks[marks:]]
+        ghosts.tick_key = _tick_key_after(ghosts.tick_key, writes)
+        ghosts.marks = list(m.marks)
     premises += [lg.lift_bool(a) for a in m.assumptions] + [lg.lift_bool(f) for f in pre]
     for p in premises:
         solver.add(p)
@@ -667,15 +1007,56 @@ def build_step(
     kept = {name: lg.lift_bool(f) for name, f in assumed}
     goals += [
         (name, lg.lift_bool(lg.not_(f)))
-        for name, f in invariant(m, ghosts, epoch, properties)
+        for name, f in invariant(m, ghosts, epoch, properties, m.time + 1)
         if lg._const(f) is not True and not (name in kept and kept[name].eq(lg.lift_bool(f)))
     ]
     return Step(t, solver, goals, premises)
 
 
+_TICK_KEY = z3.Function("tick-key", z3.IntSort(), z3.IntSort())
+
+
+def _tick_key(tick: Sym) -> Any:
+    """The key whose store write has tick ``tick`` (before the micro-step: unknown)."""
+    return _TICK_KEY(lg.lift_int(tick))
+
+
+def _tick_key_after(
+    before: Callable[[Sym], Any] | None, writes: list[tuple[Sym, Sym, Sym]]
+) -> Callable[[Sym], Any]:
+    assert before is not None
+
+    def after(tick: Sym) -> Any:
+        out = before(tick)
+        for new, time_, key in writes:
+            out = z3.If(lg.lift_bool(lg.and_(new, lg.eq(tick, time_))), lg.lift_int(key), out)
+        return out
+
+    return after
+
+
+def marks_before(contract: Contract, bound: Bound, t: int) -> int:
+    """How many invalidation marks the symbolic start of micro-step ``t`` has: as many
+    as the store can hold before the last micro-step of ``t``'s class (a micro-step
+    invalidates at most once per action on a miss and once on a divergence, each for one
+    key or for every key), where the machine reads them (a waiting contract's restore, an
+    invalidation of every key); none where it does not."""
+    if not contract.durable_invalidation or not (
+        contract.wait or contract.invalidation_scope == "all"
+    ):
+        return 0
+    actions = max(len(Plan.of(AGENTS[a]).entries) for a in bound.agents)
+    per_step = (actions if contract.on_miss == "invalidate" else 0) + 1
+    targets = bound.keys if contract.invalidation_scope == "all" else 1
+    last = max(members(contract, bound, class_of(contract, bound, t)))
+    return per_step * targets * last
+
+
 def _track(m: enc.Machine, ghosts: Ghosts) -> None:
-    """Keep the ghosts up to date as the machine runs: accepts, checkpoints, restores."""
+    """Keep the ghosts up to date as the machine runs: accepts, checkpoints, restores,
+    divergences."""
     accept, checkpoint, restore = m.monitors.accept, m.checkpoint, m.restore
+    diverge = m.diverge
     g, mem = ghosts.order, ghosts.memory
 
     def on_accept(kept: Sym, key: Sym, position: Sym, record: Sym, version: Sym, tick: int) -> None:
@@ -716,7 +1097,19 @@ def _track(m: enc.Machine, ghosts: Ghosts) -> None:
         if lg._const(happens) is not False:
             copy("saved", "op", happens)
 
+    def on_diverge(happens: Sym, key: Sym) -> None:
+        # a kept invalidation from the key's position ends its recorded order there
+        position, marks = m.op.at("next", key), len(m.marks)
+        diverge(happens, key)
+        if m.contract.wait and len(m.marks) > marks:
+            kept = m.marks[-1].present
+            ghosts.end = [
+                lg.ite(lg.and_(kept, lg.eq(key, k)), position, end)
+                for k, end in enumerate(ghosts.end)
+            ]
+
     m.monitors.accept = on_accept  # type: ignore[method-assign,assignment]
+    m.diverge = on_diverge  # type: ignore[method-assign]
     m.checkpoint = on_checkpoint  # type: ignore[method-assign]
     m.restore = on_restore  # type: ignore[method-assign]
 

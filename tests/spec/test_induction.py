@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from attrs import evolve
 
 from replay_contract.cli import main
 from replay_contract.model import bounded
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
+from replay_contract.model.mutants import MUTANTS
 from replay_contract.spec import encoding as enc
 from replay_contract.spec import induction
 from replay_contract.spec.bound import parse
@@ -84,17 +86,49 @@ def test_a_wrong_class_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_contracts_without_an_invariant_go_to_the_unrolling() -> None:
-    assert "wait=True" in induction.unsupported(ORDERED)
-    assert induction.unsupported(SEQNUM) == ""
-    assert induction.inductive(ORDERED, "stateful", induction.INDUCTIVE) == []
+    assert "match='identity'" in induction.unsupported(CONTRACTS["stable-id"])
+    every_key = MUTANTS["ordered-invalidate-every-key"]
+    assert "invalidation_scope='all'" in induction.unsupported(every_key)
+    assert induction.unsupported(SEQNUM) == induction.unsupported(ORDERED) == ""
+    assert induction.inductive(every_key, "stateful", induction.INDUCTIVE) == []
     bound = parse("inputs=2,channels=2,keys=1,crashes=1")
     said: list[str] = []
     results = verify_contract(
-        ORDERED, bound, ["no-lost-input"], engine="induction", progress=said.append, workers=1
+        every_key, bound, ["no-lost-input"], engine="induction", progress=said.append, workers=1
     )
     assert [r.verdict for r in results] == ["proved"]
     assert results[0].engines == dict.fromkeys(bound.agents, "unrolling")
     assert any("induction" in line and "not tried" in line for line in said)
+
+
+@pytest.mark.parametrize("name", ["ordered", "ordered-before-first-tool-call"])
+def test_the_waiting_contracts_are_inductive(name: str) -> None:
+    contract = (
+        ORDERED
+        if name == "ordered"
+        else evolve(ORDERED, name=name, record_order="before-first-tool-call")
+    )
+    bound = parse("inputs=3,channels=2,keys=2,crashes=1")
+    outcome = induction.prove(contract, "stateful", bound, induction.INDUCTIVE)
+    assert outcome.failed == {}
+    assert outcome.proved == list(induction.INDUCTIVE)
+
+
+def test_ordered_by_induction_agrees_with_the_explorer() -> None:
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    results = verify_contract(ORDERED, bound, engine="induction")
+    explored = bounded.explore(bound, ORDERED)
+    for r in results:
+        assert r.verdict == explored.verdict(r.property) == "proved", r.property
+        expected = "induction" if r.property in induction.INDUCTIVE else "unrolling"
+        assert set(r.engines.values()) == {expected}, r.property
+
+
+def test_an_impatient_ordered_is_not_proved() -> None:
+    # gives up on a missing recorded input at once: the unrolling finds its
+    # counterexample; the invariant of ordered must not hold for it
+    outcome = induction.prove(MUTANTS["ordered-impatient"], "stateful", SMALL, induction.INDUCTIVE)
+    assert outcome.proved == []
 
 
 def test_cli_engine_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
