@@ -733,6 +733,27 @@ def _waiting_facts(
                 lg.lt(op.cell("inserted", k), enc.ABSENT),
             ),
         )
+    # the keys' first appearances in the checkpoint's view of the store (where a restore
+    # orders them) are apart
+    first = [
+        lg.minimum(
+            [
+                (lg.and_(x.present, lg.le(saved["marker"], x.time), lg.eq(x.key, k)), x.time)
+                for x in entries
+            ],
+            enc.ABSENT,
+        )
+        for k in range(keys)
+    ]
+    for a in range(keys):
+        for b in range(a + 1, keys):
+            add(
+                f"first appearances apart {a} {b}",
+                lg.implies(
+                    lg.and_(lg.lt(first[a], enc.ABSENT), lg.lt(first[b], enc.ABSENT)),
+                    lg.ne(first[a], first[b]),
+                ),
+            )
     # a tick belongs to one key, so that two keys never share a rank
     assert ghosts.tick_key is not None
     for x in entries:
