@@ -373,17 +373,9 @@ def invariant(
     for c in range(m.c):
         add(f"high {c}", lg.le(world.cell("high", c), n))
     go = g["op"]
+    # a slot written in this epoch (a completion or an order entry) lies before its
+    # key's position, and its input is accepted
     for s in m.slots:
-        if s.epoch == epoch and s.kind == "order":
-            add(
-                f"written behind slot {s.index}",
-                lg.implies(s.present, lg.lt(s.position, op.at("next", s.key))),
-            )
-            add(
-                f"written accepted slot {s.index}",
-                lg.implies(lg.and_(up, s.present), op.cell("accepted", s.record)),
-            )
-    for s in slots:
         if s.epoch != epoch:
             continue
         add(
@@ -394,6 +386,9 @@ def invariant(
             f"written accepted slot {s.index}",
             lg.implies(lg.and_(up, s.present), op.cell("accepted", s.record)),
         )
+    for s in slots:
+        if s.epoch != epoch:
+            continue
         parts = [
             lg.eq(_at(_rows(go, 0), s.key, s.position, -1), s.record),
             lg.eq(_at(_rows(go, 1), s.key, s.position, 0), s.version),
