@@ -119,7 +119,8 @@ def inductive(contract: Contract, agent: str, properties: Sequence[str]) -> list
     if unsupported(contract):
         return []
     one_field = len(Plan.of(AGENTS[agent]).fields) <= 1
-    return [p for p in properties if p in INDUCTIVE and (p != "equivalent-outcome" or one_field)]
+    covered = (*INDUCTIVE, "complete-reuse") if contract.wait else INDUCTIVE
+    return [p for p in properties if p in covered and (p != "equivalent-outcome" or one_field)]
 
 
 def step_classes(contract: Contract, bound: Bound) -> list[int]:
@@ -157,6 +158,8 @@ class Ghosts:
     #: waiting contracts: per key, where its recorded order ends in the store (one for
     #: both views); the key of the write at each tick; the store's invalidation marks
     end: list[Sym] = field(factory=list)
+    #: complete-reuse under a waiting contract: where each record was last accepted
+    position: list[Sym] = field(factory=list)
     tick_key: Callable[[Sym], Any] | None = None
     marks: list[enc.InvalidationMark] = field(factory=list)
 
@@ -561,7 +564,229 @@ def invariant(
                     )
     if m.contract.wait:
         _waiting_facts(m, ghosts, epoch, properties, now, add)
+        if "complete-reuse" in properties:
+            _reuse_facts(m, ghosts, epoch, add)
     return facts
+
+
+def _reuse_facts(
+    m: enc.Machine, ghosts: Ghosts, epoch: int, add: Callable[[str, Sym], None]
+) -> None:
+    """The facts of ``complete-reuse`` under a waiting contract: a completion saved once
+    stays valid at or after its key's position until a divergence voids it, and a
+    divergence leaves its key *excused*: unclean, or with an outstanding input that can
+    only come back changed or not at all (*doomed*). The ghost ``position`` of each
+    record is where it was last accepted: the recorded inputs of a key are distinct."""
+    op, saved, w, shape = m.op, m.saved, m.world, m.shape
+    up = w["up"]
+    n, keys = m.n, m.k
+    end, g, position = ghosts.end, ghosts.order, ghosts.position
+    entries = len(m.plan.entries)
+    completions = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
+    views = (("op", op, up), ("saved", saved, True))
+    outstanding = [w.cell("outstanding", r) for r in range(n)]
+    outstanding_version = [w.cell("outstanding-version", r) for r in range(n)]
+
+    def column(view: Cells, name: str) -> list[Sym]:
+        return [view.cell(name, r) for r in range(n)]
+
+    def valid(view: Cells, s: enc.Slot) -> Sym:
+        return lg.and_(
+            s.present,
+            lg.le(view["marker"], s.time),
+            lg.not_(s.voided),
+            lg.not_(view.cell("volatile-voided", s.index)),
+        )
+
+    def changed(r: int) -> Sym:
+        return lg.ite(lg.eq(shape.mode[r], 2), 1, 0)
+
+    def cannot_return(view: Cells, r: int) -> Sym:
+        return lg.or_(
+            lg.and_(
+                view.cell("waiting", r),
+                lg.ne(view.cell("waiting-version", r), outstanding_version[r]),
+            ),
+            lg.and_(
+                lg.not_(view.cell("delivered", r)),
+                lg.or_(lg.eq(shape.mode[r], 1), lg.ne(changed(r), outstanding_version[r])),
+            ),
+        )
+
+    def doomed(r: int) -> Sym:
+        return lg.and_(
+            outstanding[r],
+            lg.or_(
+                lg.and_(up, cannot_return(op, r)), lg.and_(lg.not_(up), cannot_return(saved, r))
+            ),
+        )
+
+    excused = [
+        lg.or_(
+            w.cell("unclean", k),
+            *(lg.and_(lg.eq(shape.key[r], k), doomed(r)) for r in range(n)),
+        )
+        for k in range(keys)
+    ]
+
+    def excuse(key: Sym) -> Sym:
+        return lg.or_(*(lg.and_(lg.eq(key, k), excused[k]) for k in range(keys)))
+
+    accepted, accepted_saved = column(op, "accepted"), column(saved, "accepted")
+    version, version_saved = column(op, "accepted-version"), column(saved, "accepted-version")
+    for k in range(keys):
+        saved_next, live_next = saved.cell("next", k), op.cell("next", k)
+        for q in range(n):
+            a, b = g["op"][k][q], g["saved"][k][q]
+            add(f"orders equal {k} {q}", lg.and_(lg.eq(a[0], b[0]), lg.eq(a[1], b[1])))
+            record, ver = b
+            recorded = lg.and_(lg.le(saved_next, q), lg.lt(q, end[k]))
+            add(
+                f"recorded once {k} {q}",
+                lg.implies(recorded, lg.eq(lg.select(record, position, -1), q)),
+            )
+            add(
+                f"recorded accepted {k} {q}",
+                lg.implies(
+                    lg.and_(up, lg.lt(q, live_next)),
+                    lg.and_(
+                        lg.select(record, accepted, False),
+                        lg.eq(lg.select(record, version, -1), ver),
+                    ),
+                ),
+            )
+            add(
+                f"recorded accepted at checkpoint {k} {q}",
+                lg.implies(
+                    lg.lt(q, saved_next),
+                    lg.and_(
+                        lg.select(record, accepted_saved, False),
+                        lg.eq(lg.select(record, version_saved, -1), ver),
+                    ),
+                ),
+            )
+            add(
+                f"recorded not accepted at checkpoint {k} {q}",
+                lg.implies(recorded, lg.not_(lg.select(record, accepted_saved, True))),
+            )
+            out = lg.select(record, outstanding, False)
+            out_version = lg.select(record, outstanding_version, -1)
+            add(
+                f"recorded outstanding {k} {q}",
+                lg.implies(
+                    lg.and_(up, lg.le(live_next, q), lg.lt(q, end[k])),
+                    lg.and_(out, lg.eq(out_version, ver)),
+                ),
+            )
+            live = lg.select(record, accepted, True)
+            add(
+                f"recorded outstanding or accepted {k} {q}",
+                lg.implies(
+                    recorded,
+                    lg.or_(
+                        lg.and_(lg.not_(live), out, lg.eq(out_version, ver)),
+                        lg.and_(
+                            live,
+                            lg.eq(lg.select(record, version, -1), ver),
+                            lg.not_(lg.select(record, accepted_saved, True)),
+                        ),
+                    ),
+                ),
+            )
+    for r in range(n):
+        add(f"accepted at checkpoint {r}", lg.implies(saved.cell("accepted", r), accepted[r]))
+        add(
+            f"delivered at checkpoint {r}",
+            lg.implies(saved.cell("delivered", r), op.cell("delivered", r)),
+        )
+        add(f"outstanding not accepted {r}", lg.implies(outstanding[r], lg.not_(accepted[r])))
+        add(
+            f"outstanding below high {r}",
+            lg.implies(outstanding[r], lg.lt(r, w.at("high", shape.channel[r]))),
+        )
+        add(
+            f"outstanding waiting {r}",
+            lg.implies(
+                lg.and_(up, outstanding[r], op.cell("waiting", r)),
+                lg.or_(
+                    lg.and_(
+                        saved.cell("waiting", r),
+                        lg.eq(saved.cell("waiting-version", r), op.cell("waiting-version", r)),
+                    ),
+                    lg.and_(
+                        lg.not_(saved.cell("delivered", r)),
+                        lg.eq(op.cell("waiting-version", r), changed(r)),
+                    ),
+                ),
+            ),
+        )
+        add(f"repeated excused {r}", lg.implies(w.cell("repeated", r), excuse(shape.key[r])))
+        for v in (0, 1):
+            for e in range(entries):
+                once = w.cell("saved-once", r, v * entries + e)
+                mine = [s for s in completions if s.record == r and s.entry == e]
+                for name, view, guard in views:
+                    kept = lg.or_(
+                        *(
+                            lg.and_(
+                                valid(view, s),
+                                lg.eq(s.version, 0) if v == 0 else lg.ne(s.version, 0),
+                                lg.le(view.at("next", s.key), s.position),
+                            )
+                            for s in mine
+                        )
+                    )
+                    add(
+                        f"saved once still there {name} {r} {v} {e}",
+                        lg.implies(
+                            lg.and_(guard, once, lg.not_(view.cell("accepted", r))),
+                            lg.or_(excuse(shape.key[r]), kept),
+                        ),
+                    )
+    advancing = lg.eq(w["phase"], enc.ADVANCE)
+    after, arg, key = w["after"], w["after-arg"], w["key"]
+    for k in range(keys):
+        add(
+            f"divergence excused {k}",
+            lg.implies(lg.and_(up, lg.le(0, op.cell("diverge-at", k))), excused[k]),
+        )
+        nxt = op.cell("next", k)
+        head = lg.select(nxt, [g["op"][k][q][0] for q in range(n)], -1)
+        head_waits = lg.select(head, column(op, "waiting"), False)
+        later = lg.or_(
+            *(
+                lg.and_(lg.le(arg, j), w.cell("order-in", j), lg.eq(w.cell("order", j), k))
+                for j in range(keys)
+            )
+        )
+        add(
+            f"waiting head in a loop {k}",
+            lg.implies(
+                lg.and_(up, lg.lt(nxt, op.cell("expected-end", k)), head_waits),
+                lg.and_(
+                    advancing,
+                    lg.or_(lg.eq(key, k), lg.and_(lg.eq(after, enc.AFTER_RESTORE), later)),
+                ),
+            ),
+        )
+    ending = lg.and_(advancing, lg.eq(after, enc.AFTER_END))
+    for r in range(n):
+        add(
+            f"end loop after every delivery {r}",
+            lg.implies(
+                lg.and_(ending, lg.le(op.at("offset", shape.channel[r]), r)),
+                lg.and_(lg.eq(shape.mode[r], 1), lg.lt(r, w.at("high", shape.channel[r]))),
+            ),
+        )
+    for j in range(keys):
+        for other in range(j + 1, keys):
+            add(
+                f"order's keys apart {j} {other}",
+                lg.implies(
+                    lg.and_(w.cell("order-in", j), w.cell("order-in", other)),
+                    lg.ne(w.cell("order", j), w.cell("order", other)),
+                ),
+            )
 
 
 def _waiting_facts(
@@ -917,6 +1142,10 @@ def build_step(
     if contract.wait:
         ghosts.end = [fresh(0, f"end{k}") if t else 0 for k in range(keys)]
         ghosts.tick_key = _tick_key
+        ghosts.position = [fresh(0, f"position{r}") for r in range(n)]
+        if t == 0 and "complete-reuse" in properties:
+            # nothing is accepted yet: the checkpoint's recorded order is the live one
+            ghosts.order["saved"] = [list(row) for row in ghosts.order["op"]]
     pre: list[Sym] = []
     assumed: list[Fact] = []
     if t == 0:
@@ -1083,6 +1312,10 @@ def _track(m: enc.Machine, ghosts: Ghosts) -> None:
                     old = g[v][k][q]
                     g[v][k][q] = (lg.ite(here, record, old[0]), lg.ite(here, version, old[1]))
         accept(kept, key, position, record, version, tick)
+        ghosts.position = [
+            lg.ite(lg.and_(kept, lg.eq(record, r)), position, old)
+            for r, old in enumerate(ghosts.position)
+        ]
         after = m.op.at("failure-free", key, 0)
         for k in range(m.k):
             for q in range(1, m.n + 1):

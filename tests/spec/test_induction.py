@@ -16,6 +16,7 @@ from replay_contract.model.mutants import MUTANTS
 from replay_contract.spec import encoding as enc
 from replay_contract.spec import induction
 from replay_contract.spec.bound import parse
+from replay_contract.spec.properties import PROPERTIES
 from replay_contract.spec.verify import verify_contract
 
 SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
@@ -120,14 +121,23 @@ def test_ordered_by_induction_agrees_with_the_explorer() -> None:
     explored = bounded.explore(bound, ORDERED)
     for r in results:
         assert r.verdict == explored.verdict(r.property) == "proved", r.property
-        expected = "induction" if r.property in induction.INDUCTIVE else "unrolling"
-        assert set(r.engines.values()) == {expected}, r.property
+        # every property, complete-reuse included, by induction for both agents
+        assert r.engines == dict.fromkeys(bound.agents, "induction"), r.property
+
+
+def test_ordered_reuses_completely_by_induction() -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=1")
+    outcome = induction.prove(ORDERED, "stateful", bound, ["complete-reuse"])
+    assert outcome.proved == ["complete-reuse"], outcome.failed
 
 
 def test_an_impatient_ordered_is_not_proved() -> None:
     # gives up on a missing recorded input at once: the unrolling finds its
     # counterexample; the invariant of ordered must not hold for it
-    outcome = induction.prove(MUTANTS["ordered-impatient"], "stateful", SMALL, induction.INDUCTIVE)
+    impatient = MUTANTS["ordered-impatient"]
+    tried = induction.inductive(impatient, "stateful", PROPERTIES)
+    assert "complete-reuse" in tried  # the property it breaks
+    outcome = induction.prove(impatient, "stateful", SMALL, tried)
     assert outcome.proved == []
 
 
