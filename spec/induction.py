@@ -192,6 +192,17 @@ def _rows(g: list[list[Pair]], i: int) -> list[list[Sym]]:
     return [[pair[i] for pair in row] for row in g]
 
 
+def _valid(view: Cells, s: enc.Slot) -> Sym:
+    """Slot ``s`` is valid in ``view``: present, visible, not voided (as ``Machine.valid``,
+    for either view)."""
+    return lg.and_(
+        s.present,
+        lg.le(view["marker"], s.time),
+        lg.not_(s.voided),
+        lg.not_(view.cell("volatile-voided", s.index)),
+    )
+
+
 def _reader(pairs: list[Pair], i: int, default: Sym) -> Callable[[Sym], Sym]:
     """Position -> the ``i``-th part of that position's pair."""
     column = [pair[i] for pair in pairs]
@@ -468,12 +479,7 @@ def invariant(
     for name, view, guard in views:
         recs, vers = _rows(g[name], 0), _rows(g[name], 1)
         for s in slots:
-            valid = lg.and_(
-                s.present,
-                lg.le(view["marker"], s.time),
-                lg.not_(s.voided),
-                lg.not_(view.cell("volatile-voided", s.index)),
-            )
+            valid = _valid(view, s)
             ahead = lg.and_(guard, valid, lg.le(view.at("next", s.key), s.position))
             add(
                 f"valid is order {name} slot {s.index}",
@@ -589,14 +595,6 @@ def _reuse_facts(
 
     def column(view: Cells, name: str) -> list[Sym]:
         return [view.cell(name, r) for r in range(n)]
-
-    def valid(view: Cells, s: enc.Slot) -> Sym:
-        return lg.and_(
-            s.present,
-            lg.le(view["marker"], s.time),
-            lg.not_(s.voided),
-            lg.not_(view.cell("volatile-voided", s.index)),
-        )
 
     def changed(r: int) -> Sym:
         return lg.ite(lg.eq(shape.mode[r], 2), 1, 0)
@@ -729,7 +727,7 @@ def _reuse_facts(
                     kept = lg.or_(
                         *(
                             lg.and_(
-                                valid(view, s),
+                                _valid(view, s),
                                 lg.eq(s.version, 0) if v == 0 else lg.ne(s.version, 0),
                                 lg.le(view.at("next", s.key), s.position),
                             )
@@ -810,14 +808,6 @@ def _waiting_facts(
     entries: list[enc.Slot | enc.InvalidationMark] = [*every, *ghosts.marks]
     views = (("op", op, up), ("saved", saved, True))
 
-    def valid(view: Cells, s: enc.Slot) -> Sym:
-        return lg.and_(
-            s.present,
-            lg.le(view["marker"], s.time),
-            lg.not_(s.voided),
-            lg.not_(view.cell("volatile-voided", s.index)),
-        )
-
     def appears(view: Cells, k: int) -> Sym:
         return lg.or_(
             *(lg.and_(x.present, lg.le(view["marker"], x.time), lg.eq(x.key, k)) for x in entries)
@@ -838,7 +828,7 @@ def _waiting_facts(
     safeguard = "divergence-safeguard" in properties
     for name, view, guard in views:
         for s in every:
-            ahead = lg.and_(guard, valid(view, s), lg.le(view.at("next", s.key), s.position))
+            ahead = lg.and_(guard, _valid(view, s), lg.le(view.at("next", s.key), s.position))
             add(
                 f"before end {name} slot {s.index}",
                 lg.implies(ahead, lg.lt(s.position, lg.select(s.key, end, 0))),
@@ -859,13 +849,13 @@ def _waiting_facts(
                 code = lg.add(lg.add(s.record, s.record), s.version)
                 add(
                     f"recorded {name} slot {s.index}",
-                    lg.implies(valid(view, s), lg.eq(w.at("recorded", s.key, s.position), code)),
+                    lg.implies(_valid(view, s), lg.eq(w.at("recorded", s.key, s.position), code)),
                 )
                 for q in range(n):
                     add(
                         f"no later divergence {name} slot {s.index} {q}",
                         lg.implies(
-                            lg.and_(valid(view, s), lg.le(q, s.position)),
+                            lg.and_(_valid(view, s), lg.le(q, s.position)),
                             lg.lt(w.at("diverged", s.key, q), s.time),
                         ),
                     )
@@ -875,7 +865,7 @@ def _waiting_facts(
                 carried = lg.or_(
                     *(
                         lg.and_(
-                            valid(view, s),
+                            _valid(view, s),
                             s.order if s.kind == "completion" else True,
                             lg.eq(s.key, k),
                             lg.eq(s.position, q),
