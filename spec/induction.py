@@ -20,20 +20,23 @@ formula by formula (:func:`step_formula`). The ticks of the step are counted fro
 :data:`BASE` instead of the real tick: the machine only compares ticks with each other,
 so that renames no run.
 
-The invariant (:func:`invariant`) is that of the contracts that look up by position and
-invalidate a key's later entries on a miss, durably, without waiting
-(:func:`unsupported` says which rules a contract must have). Its main ghost is the
+The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIES`;
+:func:`unsupported` says which rules a contract lacks). Its main ghost is the
 *recorded order* ``G[view][key][position]`` = (record, version), for the live state and
 the checkpoint's, written by every kept accept in both views, copied by a checkpoint
 and by a restore: every valid completion at or after its key's position is G's entry
 there, and its prefix is the key's history followed by G up to its position. Each
 slot also has a ghost copy of its prefix as per-position cells (set from G when the
 slot is written), and each view a ghost memory before each position of G (for
-``equivalent-outcome``, agents with one memory field).
+``equivalent-outcome``, agents with one memory field). For the contracts that wait,
+:func:`_waiting_facts` adds where each key's recorded order ends in the store, the
+expected order, the waiting inputs, the keys' ranks and the advance loop, and
+:func:`_reuse_facts` the facts of ``complete-reuse``. The contracts that do not wait
+have no facts for ``complete-reuse`` (``seqnum`` breaks it).
 
 A failed query is not a counterexample (the symbolic start need not be reachable), so
 this engine only proves; ``verify`` asks the unrolling about whatever it does not
-prove. ``complete-reuse`` has no facts here and always goes to the unrolling.
+prove.
 """
 
 from __future__ import annotations
