@@ -747,7 +747,7 @@ class Machine:
 
     def micro_step(self, t: int) -> None:
         c, op, w = self.contract, self.op, self.world
-        self.current = max(e for e, start in enumerate(self.starts) if start <= t)
+        self.current = self.epoch_of(t)
         pre_div: Sym = False
         pre_done: Sym = False
         if c.wait:
@@ -919,6 +919,10 @@ class Machine:
             for k in range(self.k)
         ]
         self.monitors.end(done, memory, self.shape.key)
+
+    def epoch_of(self, t: int) -> int:
+        """The epoch micro-step ``t`` belongs to."""
+        return max(e for e, start in enumerate(self.starts) if start <= t)
 
     def run(self) -> None:
         for t in range(self.steps):

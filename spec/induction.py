@@ -128,12 +128,12 @@ def inductive(contract: Contract, agent: str, properties: Sequence[str]) -> list
 
 def step_classes(contract: Contract, bound: Bound) -> list[int]:
     """One micro-step per class: 0, 1, and the first two of each later epoch."""
-    first, epoch = enc.first_budget(contract, bound), enc.budget(contract, bound)
-    starts = [first + e * epoch for e in range(bound.crashes)]
-    steps = [0] + ([1] if first > 1 else [])
-    for s in starts:
-        steps += [s] + ([s + 1] if epoch > 1 else [])
-    return steps
+    return sorted({class_of(contract, bound, t) for t in range(_steps(contract, bound))})
+
+
+def _steps(contract: Contract, bound: Bound) -> int:
+    """The micro-steps of the bound's unrolling."""
+    return enc.first_budget(contract, bound) + bound.crashes * enc.budget(contract, bound)
 
 
 def class_of(contract: Contract, bound: Bound, t: int) -> int:
@@ -1089,10 +1089,6 @@ class Step:
         return [*self.premises, *(goal for _, goal in self.goals)]
 
 
-def _epoch(m: enc.Machine, t: int) -> int:
-    return max(e for e, start in enumerate(m.starts) if start <= t)
-
-
 def build_step(
     contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str]
 ) -> Step:
@@ -1112,7 +1108,7 @@ def build_step(
     )
     fresh = _Fresh()
     n, keys = m.n, m.k
-    epoch = _epoch(m, t)
+    epoch = m.epoch_of(t)
     ghosts = Ghosts(
         {
             v: [
@@ -1146,7 +1142,7 @@ def build_step(
             for k in range(keys):
                 ghosts.memory[v][k][0] = m.op.cell("memory", k, 0)
     else:
-        before = _epoch(m, t - 1)
+        before = m.epoch_of(t - 1)
         for label, cells in (("op", m.op), ("world", m.world), ("saved", m.saved)):
             for index in list(cells.values):
                 cells.values[index] = fresh(cells.values[index], f"{label}{index}")
@@ -1369,8 +1365,7 @@ class ClassMismatch(AssertionError):
 
 def members(contract: Contract, bound: Bound, rep: int) -> list[int]:
     """The micro-steps of the bound whose class ``rep`` stands for."""
-    total = enc.first_budget(contract, bound) + bound.crashes * enc.budget(contract, bound)
-    return [t for t in range(total) if class_of(contract, bound, t) == rep]
+    return [t for t in range(_steps(contract, bound)) if class_of(contract, bound, t) == rep]
 
 
 def check_class(
