@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import z3
 from attrs import evolve
 
 from replay_contract.cli import main
@@ -15,9 +17,10 @@ from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
 from replay_contract.model.mutants import MUTANTS
 from replay_contract.spec import encoding as enc
 from replay_contract.spec import induction
+from replay_contract.spec import logic as lg
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
-from replay_contract.spec.verify import verify_contract
+from replay_contract.spec.verify import build, verify_contract
 
 SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
 
@@ -139,6 +142,42 @@ def test_an_impatient_ordered_is_not_proved() -> None:
     assert "complete-reuse" in tried  # the property it breaks
     outcome = induction.prove(impatient, "stateful", SMALL, tried)
     assert outcome.proved == []
+
+
+def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without the facts of complete-reuse the rest of the invariant does not keep the
+    # flag unset: the proof above is not carried by the other facts alone
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    monkeypatch.setattr(induction, "_reuse_facts", lambda *args: None)
+    outcome = induction.prove(ORDERED, "stateful", bound, ["complete-reuse"])
+    assert "may set its flag" in outcome.failed["complete-reuse"]
+
+
+def test_a_forgetful_lookup_fails_the_facts_of_complete_reuse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a machine that never reuses at a key's first position calls that tool again after
+    # a restore: only complete-reuse breaks, and the fact that catches it is one of
+    # complete-reuse's own, not an earlier fact of the waiting invariant
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    find = enc.Machine.find
+
+    def forgetful(self: enc.Machine, *args: Any) -> Any:
+        found = find(self, *args)
+        position = args[4]
+        found.any = lg.and_(found.any, lg.lt(0, position))
+        return found
+
+    monkeypatch.setattr(enc.Machine, "find", forgetful)
+    problem = build(ORDERED, "stateful", bound)
+    broken = lg.lift_bool(problem.machine.monitors.broken("complete-reuse"))
+    assert problem.solver.check(broken) == z3.sat  # really broken, not just unproved
+    tried = induction.inductive(ORDERED, "stateful", PROPERTIES)
+    rest = [p for p in tried if p != "complete-reuse"]
+    assert induction.prove(ORDERED, "stateful", bound, rest).proved == rest
+    outcome = induction.prove(ORDERED, "stateful", bound, tried)
+    assert outcome.proved == []
+    assert "the fact 'repeated excused" in outcome.failed["complete-reuse"]
 
 
 def test_cli_engine_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
