@@ -17,9 +17,9 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   explorer at each largest one (no dimension can grow without the explorer running out
   of time); the row with the most runs is the largest bound the explorer finishes.
 
-``--engine induction`` proves the ``proofs`` and ``ordered`` sections with the induction
-engine where it applies (:mod:`.induction`), the unrolling elsewhere; the ``engine``
-column says which answered.
+``--engine induction`` proves the ``proofs``, ``ordered``, ``explorer`` and ``frontier``
+sections with the induction engine where it applies (:mod:`.induction`), the unrolling
+elsewhere; the ``engine`` column says which answered.
 
 Each solver query gets ``--timeout`` seconds; a query that runs out is reported as
 ``unknown``, so the benchmark always ends.
@@ -43,7 +43,7 @@ from replay_contract.model.errors import UnknownContractError
 
 from .bound import DEFAULT, Bound, BoundError, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
-from .verify import verify_contract
+from .verify import Result, verify_contract
 
 KNOWN = (
     ("seqnum", "complete-reuse"),
@@ -96,6 +96,11 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _engines(results: list[Result]) -> str:
+    """The engines that answered ``results``, as ``induction+unrolling``."""
+    return "+".join(sorted({e for r in results for e in r.engines.values()}))
+
+
 def proofs(
     names: str, bound: str, timeout: float, engine: str = "unrolling"
 ) -> list[dict[str, Any]]:
@@ -117,7 +122,7 @@ def proofs(
                     "expected": expected or "-",
                     "met": "-" if not expected else "yes" if expected == r.verdict else "NO",
                     "seconds": round(r.seconds, 2),
-                    "engine": "+".join(sorted(set(r.engines.values()))),
+                    "engine": _engines([r]),
                 }
             )
         out.append(
@@ -157,12 +162,14 @@ def counterexamples(bound: str, timeout: float) -> list[dict[str, Any]]:
     return out
 
 
-def versus_explorer(names: str, bound: str, timeout: float) -> list[dict[str, Any]]:
+def versus_explorer(
+    names: str, bound: str, timeout: float, engine: str = "unrolling"
+) -> list[dict[str, Any]]:
     out = []
     for c in contracts(names):
         b = parse(bound)
         started = time.monotonic()
-        results = verify_contract(c, b, timeout=timeout, reachability=False)
+        results = verify_contract(c, b, timeout=timeout, reachability=False, engine=engine)
         z3_seconds = time.monotonic() - started
         explored = explore(b, c)
         agree = all(r.verdict == explored.verdict(r.property) for r in results)
@@ -177,6 +184,7 @@ def versus_explorer(names: str, bound: str, timeout: float) -> list[dict[str, An
             {
                 "contract": c.name,
                 "bound": bound,
+                "engine": _engines(results),
                 "z3_seconds": round(z3_seconds, 2),
                 "explorer_seconds": round(explored.seconds, 2),
                 "runs": explored.runs,
@@ -244,7 +252,9 @@ def _smaller(bound: Bound, base: Bound) -> list[Bound]:
     return out
 
 
-def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict[str, Any]]:
+def frontier(
+    name: str, base: str, deadline: float, timeout: float, engine: str = "unrolling"
+) -> list[dict[str, Any]]:
     """Z3 against the explorer at each largest bound the explorer finishes within
     ``deadline`` seconds, growing one dimension at a time from ``base``. A bound is
     tried only when every smaller one it grows from finished (a larger bound has every
@@ -279,7 +289,7 @@ def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict
     for b in sorted(largest, key=lambda b: done[b].runs, reverse=True):
         e = done[b]
         started = time.monotonic()
-        results = verify_contract(contract, b, timeout=timeout, reachability=False)
+        results = verify_contract(contract, b, timeout=timeout, reachability=False, engine=engine)
         z3_seconds = time.monotonic() - started
         agree = all(r.verdict == e.verdict(r.property) for r in results)
         out.append(
@@ -288,6 +298,7 @@ def frontier(name: str, base: str, deadline: float, timeout: float) -> list[dict
                 "bound": str(b),
                 "runs": e.runs,
                 "explorer_seconds": round(e.seconds, 2),
+                "engine": _engines(results),
                 "z3_seconds": round(z3_seconds, 2),
                 "ratio": round(e.seconds / max(z3_seconds, 1e-9), 2),
                 "agree": agree,
@@ -343,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         "--engine",
         choices=("unrolling", "induction"),
         default="unrolling",
-        help="the engine of the proofs and ordered sections (see verify --engine)",
+        help="the engine of the proofs, ordered, explorer and frontier sections "
+        "(see verify --engine)",
     )
     p.add_argument(
         "--only",
@@ -391,7 +403,7 @@ def _run(args: argparse.Namespace) -> int:
         record["counterexamples"] = counterexamples(args.bound, args.timeout)
     if "explorer" in only:
         record["explorer"] = versus_explorer(
-            args.explorer_contracts, args.explorer_bound, args.timeout
+            args.explorer_contracts, args.explorer_bound, args.timeout, args.engine
         )
     if "growth" in only:
         record["growth"] = growth(
@@ -399,7 +411,11 @@ def _run(args: argparse.Namespace) -> int:
         )
     if "frontier" in only:
         record["frontier"] = frontier(
-            args.frontier_contract, args.frontier_bound, args.frontier_deadline, args.timeout
+            args.frontier_contract,
+            args.frontier_bound,
+            args.frontier_deadline,
+            args.timeout,
+            args.engine,
         )
     print(json.dumps(record, indent=2) if args.json else _text(record))
     return 0

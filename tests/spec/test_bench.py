@@ -78,6 +78,8 @@ def test_the_frontier_from_the_command_line() -> None:
             "inputs=1,channels=1,keys=1,crashes=1",
             "--frontier-deadline",
             "2",
+            "--engine",
+            "induction",
             "--json",
         ],
         capture_output=True,
@@ -87,6 +89,8 @@ def test_the_frontier_from_the_command_line() -> None:
     record = json.loads(out.stdout)
     assert record["cores"] >= 1
     assert record["frontier"] and all(r["agree"] for r in record["frontier"])
+    # seqnum's five properties by induction, complete-reuse by the unrolling
+    assert {r["engine"] for r in record["frontier"]} == {"induction+unrolling"}
     assert "frontier seqnum: exploring inputs=1,channels=1,keys=1,crashes=1" in out.stderr
 
 
