@@ -1386,12 +1386,19 @@ def check_class(
 
 
 def _groups(goals: list[tuple[str, Any]]) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """The goals asked together: the facts about one store slot in one query (fewer,
-    larger queries were measured faster, up to one per slot), every other goal alone."""
+    """The goals asked together: the facts about one store slot in one query, the other
+    facts of one family (one fact for each view, key, position or record) in one query,
+    each flag and basic fact alone. Fewer, larger queries were measured faster, up to
+    these (the facts of an epoch's slots in one query, or all facts, were slower)."""
     out: dict[str, list[tuple[str, Any]]] = {}
     for name, goal in goals:
         slot = re.search(r"\bslot \d+", name)
-        label = slot.group(0) if slot else name
+        if slot:
+            label = slot.group(0)
+        elif name.startswith(("flag ", "basic ")):
+            label = name
+        else:
+            label = re.sub(r"[\d ]+$", "", re.sub(r" (op|saved)( |$)", r"\2", name))
         out.setdefault(label, []).append((name, goal))
     return list(out.items())
 
