@@ -1,0 +1,273 @@
+"""Experimental: is every micro-step of :mod:`.encoding`'s machine a step of the
+parametric model of :mod:`.parametric`?
+
+For the runs of a small bound under ``seqnum`` (every run, or a random sample), the
+concrete :class:`~.encoding.Machine` is driven micro-step by micro-step, as
+:func:`~.encoding.run_concrete` does. Before and after each micro-step its state is read
+(each key's position and history in both views, the marker, ``up``, the monitors' flags
+and cells, the tick and every store slot) and bound to a pre- and a post-state of
+:func:`.parametric.step`; the solver must find the move, the witnesses and the ghost
+order that make the model's transition relation hold. A step the model cannot take is
+a place where the model is not an over-approximation of the machine (its proofs would
+then say nothing about the machine). Ticks are scaled by :data:`SCALE` (the model's
+ticks are any increasing integers; the machine's are consecutive). The ghost ``era``
+(restores so far, and per slot at its write) is computed alongside.
+
+This is testing, not proof: it covers the runs it is given.
+
+Run: ``python -m replay_contract.spec.parametric_refine [--random N] [--bound ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from replay_contract.model import bounded
+from replay_contract.model.contracts import Contract
+from replay_contract.model.contracts import contract as contract_named
+
+from . import encoding as enc
+from . import parametric as ps
+from .agentterms import Plan
+from .bound import Bound, parse
+from .monitors import flag
+
+#: the factor from the machine's ticks to the model's
+SCALE = 100
+
+#: the default bound of the command line (every run of it: about 2200)
+DEFAULT_BOUND = "inputs=2,channels=2,keys=1,crashes=1,agents=stateful"
+
+Snapshot = dict[str, Any]
+
+
+def codes(term: Any) -> list[int]:
+    """A history term (a cons list, the latest input outermost) as codes, oldest first."""
+    out: list[int] = []
+    while term != ("none",):
+        _, _tag, rec, ver, rest, _ = term
+        out.append(2 * rec + ver)
+        term = rest
+    return out[::-1]
+
+
+def hist_array(cs: Sequence[int]) -> z3.ArrayRef:
+    """The model's history array of a list of codes."""
+    a = z3.K(ps.INT, z3.IntVal(ps.BOT))
+    for q, c in enumerate(cs):
+        a = z3.Store(a, q, c)
+    return a
+
+
+def snapshot(m: enc.Machine) -> Snapshot:
+    """What the model sees of the concrete machine's state."""
+    views = {}
+    for name, cells in (("op", m.op), ("sv", m.saved)):
+        views[name] = {
+            "nxt": [cells.cell("next", k) for k in range(m.k)],
+            "H": [codes(cells.cell("history", k)) for k in range(m.k)],
+            "marker": cells["marker"],
+        }
+    slots = {}
+    for s in m.slots:
+        if s.kind != "completion":
+            continue
+        slots[s.index] = {
+            "pres": bool(s.present),
+            "rec": s.record,
+            "ver": s.version,
+            "pos": s.position,
+            "ent": s.entry,
+            "tim": s.time,
+            "void": bool(s.voided),
+            "pre": codes(s.prefix) if s.present else [],
+        }
+    w = m.world
+    return {
+        "recorded": [[w.cell("recorded", k, q) for q in range(m.n)] for k in range(m.k)],
+        "diverged": [[w.cell("diverged", k, q) for q in range(m.n)] for k in range(m.k)],
+        "flag2": bool(w[flag("divergence-safeguard")]),
+        "views": views,
+        "slots": slots,
+        "up": bool(w["up"]),
+        "flag": bool(w[flag("no-stale-reuse")]),
+        "now": m.time,
+    }
+
+
+def bind(st: ps.State, snap: Snapshot, era: int, slot_era: dict[int, int]) -> list[z3.BoolRef]:
+    """The model's state ``st`` is the machine's snapshot ``snap``."""
+    out: list[z3.BoolRef] = []
+    for name in ("op", "sv"):
+        v, data = getattr(st, name), snap["views"][name]
+        for k, x in enumerate(data["nxt"]):
+            out.append(v.nxt[k] == x)
+        for k, cs in enumerate(data["H"]):
+            out.append(v.H[k] == hist_array(cs))
+        out.append(v.marker == SCALE * data["marker"])
+    pres = z3.K(ps.INT, z3.BoolVal(False))
+    for i, s in snap["slots"].items():
+        if not s["pres"]:
+            continue
+        pres = z3.Store(pres, i, True)
+        out += [
+            st.rec[i] == s["rec"],
+            st.ver[i] == s["ver"],
+            st.pos[i] == s["pos"],
+            st.ent[i] == s["ent"],
+            st.tim[i] == SCALE * s["tim"],
+            st.void[i] == s["void"],
+            st.pre[i] == hist_array(s["pre"]),
+            st.sera[i] == slot_era[i],
+        ]
+    out.append(st.pres == pres)
+    recd = z3.K(ps.INT, z3.K(ps.INT, z3.IntVal(-1)))
+    divd = recd
+    for k, (row_r, row_d) in enumerate(zip(snap["recorded"], snap["diverged"], strict=True)):
+        ar = dr = z3.K(ps.INT, z3.IntVal(-1))
+        for q, (x, y) in enumerate(zip(row_r, row_d, strict=True)):
+            ar = z3.Store(ar, q, x)
+            dr = z3.Store(dr, q, y if y < 0 else SCALE * y)
+        recd, divd = z3.Store(recd, k, ar), z3.Store(divd, k, dr)
+    out += [st.recd == recd, st.divd == divd, st.flag2 == snap["flag2"]]
+    out += [
+        st.up == snap["up"],
+        st.flag == snap["flag"],
+        st.now == SCALE * snap["now"],
+        st.era == era,
+    ]
+    return out
+
+
+def check_run(
+    contract: Contract,
+    bound: Bound,
+    shape: bounded.Shape,
+    node: bounded.Node,
+    o: ps.Options,
+    timeout_ms: int,
+) -> list[str]:
+    """The first micro-step of one run the model cannot take (empty: it takes all)."""
+    channel_of = {bounded.record_name(r): shape.channel[r] for r in range(shape.inputs)}
+    env = enc.ScheduleEnv(enc.moves_of(node.steps, channel_of))
+    m = enc.Machine(
+        contract,
+        shape.agent,
+        bound,
+        enc.concrete_shape(shape.channel, shape.key, shape.mode),
+        env,
+        enc.budget(contract, bound),
+        enc.first_budget(contract, bound),
+    )
+    env.boundaries = m.boundaries
+    era, slot_era = 0, dict[int, int]()
+    before = snapshot(m)
+    for t in range(m.steps):
+        m.micro_step(t)
+        after = snapshot(m)
+        info = m.decode[-1]
+        restored = bool(info["idle"]) and info["main"] == enc.RESTORE and t in m.boundaries
+        new_era = era + (1 if restored else 0)
+        new_slot_era = dict(slot_era)
+        for i, s in after["slots"].items():
+            if s["pres"] and not before["slots"][i]["pres"]:
+                new_slot_era[i] = era  # written by this step, before any restore in it
+        a, b = ps.fresh_state("a"), ps.fresh_state("b")
+        tr = ps.step(a, b, o)
+        hyps = list(tr.cons)
+        hyps += bind(a, before, era, slot_era) + bind(b, after, new_era, new_slot_era)
+        hyps += [ps.keyOf(r) == shape.key[r] for r in range(shape.inputs)]
+        ids = [z3.IntVal(i) for i in before["slots"]] + tr.slots
+        hyps += [u(x) for u in tr.univ for x in ids]
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*hyps)
+        res = solver.check()
+        if res != z3.sat:
+            return [f"micro-step {t} ({res}): {[str(s) for s in node.steps]}"]
+        before, era, slot_era = after, new_era, new_slot_era
+    return []
+
+
+def entries(agent: str) -> int:
+    """How many entries the plan of ``agent`` has (the model's ``entries``)."""
+    return len(Plan.of(bounded.AGENTS[agent]).entries)
+
+
+@dataclass
+class Outcome:
+    """The runs checked and those with a micro-step the model cannot take."""
+
+    runs: int = 0
+    failures: list[tuple[bounded.Shape, list[str]]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def check_runs(
+    bound: Bound,
+    sample: int = 0,
+    variant: str = "",
+    timeout_ms: int = 60_000,
+    seed: int = 1,
+    stop_after: int = 3,
+) -> Outcome:
+    """Every run of ``bound`` under ``seqnum`` (``sample`` = 0) or ``sample`` random runs,
+    each against the model (of contract ``variant``: a broken one must fail); stops after
+    ``stop_after`` failing runs."""
+    contract = contract_named("seqnum")
+    rng = random.Random(seed)
+    shapes = list(bounded.shapes(bound))
+    if sample:
+        runs = []
+        for _ in range(sample):
+            shape = rng.choice(shapes)
+            runs.append((shape, bounded.random_run(shape, contract, bound, rng.randrange)))
+    else:
+        runs = [(sh, node) for sh in shapes for node in bounded.runs(sh, contract, bound)]
+    t0 = time.perf_counter()
+    out = Outcome()
+    for shape, node in runs:
+        o = ps.Options(entries=entries(shape.agent), variant=variant, safeguard=True)
+        bad = check_run(contract, bound, shape, node, o, timeout_ms)
+        out.runs += 1
+        if bad:
+            out.failures.append((shape, bad))
+            if len(out.failures) >= stop_after:
+                break
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: 0 if every micro-step checked is a step of the model."""
+    ap = argparse.ArgumentParser(
+        prog="python -m replay_contract.spec.parametric_refine",
+        description="Every micro-step of the machine of spec/encoding.py on the runs of a "
+        "bound is a step of the parametric model (experimental).",
+    )
+    ap.add_argument("--bound", default=DEFAULT_BOUND)
+    ap.add_argument("--random", type=int, default=0, help="that many random runs (0: all)")
+    ap.add_argument("--variant", default="", help="check against a broken model")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds per micro-step")
+    args = ap.parse_args(argv)
+    done = check_runs(parse(args.bound), args.random, args.variant, args.timeout * 1000)
+    print(
+        f"refinement {args.bound} variant={args.variant or 'seqnum'}: {done.runs} runs "
+        f"checked, {len(done.failures)} with a micro-step the model cannot take "
+        f"({done.seconds:.1f} s)"
+    )
+    for shape, bad in done.failures:
+        print(f"  {shape}: {bad[0]}")
+    return 1 if done.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
