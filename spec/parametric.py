@@ -85,6 +85,8 @@ from dataclasses import dataclass, field
 
 import z3
 
+from replay_contract.cli import OneLineParser, positive_int
+
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
 HIST = z3.ArraySort(INT, INT)
@@ -184,6 +186,10 @@ def fresh_state(tag: str) -> State:
 
 
 keyOf = z3.Function("keyOf", INT, INT)
+
+
+#: The broken models of ``--variant`` (the empty name is seqnum itself).
+VARIANTS = ("no-divergence-check", "stable-id", "forget-saved-order")
 
 
 @dataclass
@@ -736,40 +742,73 @@ def bmc(o: Options, steps: int, timeout_ms: int) -> dict[str, tuple[str, float]]
     return out
 
 
+def _bounds(text: str) -> list[int | None]:
+    """An ``argparse`` type: a comma list of position bounds, ``none`` for unbounded."""
+    out: list[int | None] = []
+    for part in text.split(","):
+        out.append(None if part.strip() == "none" else positive_int(part))
+    return out
+
+
+def count(text: str) -> int:
+    """An ``argparse`` type: a whole number, zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
+
+
+def fact_names() -> list[str]:
+    """The names of the invariant's facts (``--drop`` takes them)."""
+    o = Options(safeguard=True)
+    return [n for n, _ in all_facts(fresh_state("names"), z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: the step's facts (and optionally the initial state and an
     unrolling) for each bound of ``--n``."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m replay_contract.spec.parametric",
         description="A parametric induction step for seqnum (experimental).",
     )
-    ap.add_argument("--n", default="none", help="comma list of position bounds (none: unbounded)")
-    ap.add_argument("--keys", type=int, default=None)
-    ap.add_argument("--entries", type=int, default=1)
-    ap.add_argument("--variant", default="")
+    ap.add_argument(
+        "--n", type=_bounds, default=[None], help="comma list of position bounds (none: unbounded)"
+    )
+    ap.add_argument("--keys", type=positive_int, default=None)
+    ap.add_argument("--entries", type=positive_int, default=1)
+    ap.add_argument("--variant", default="", choices=VARIANTS, help="a broken model")
     ap.add_argument("--mode", default="manual", choices=("manual", "lazy", "quant"))
     ap.add_argument("--hist", default="point", choices=("point", "lambda"))
     ap.add_argument("--drop", default="", help="comma list of facts to leave out")
     ap.add_argument("--safeguard", action="store_true", help="also divergence-safeguard")
     ap.add_argument("--whole", action="store_true", help="one query for all facts")
     ap.add_argument("--initial", action="store_true", help="check the initial state too")
-    ap.add_argument("--timeout", type=int, default=120, help="seconds per query")
-    ap.add_argument("--bmc", type=int, default=0, help="also unroll this many steps")
+    ap.add_argument("--timeout", type=positive_int, default=120, help="seconds per query")
+    ap.add_argument("--bmc", type=count, default=0, help="also unroll this many steps")
     ap.add_argument("--quiet", action="store_true", help="only the totals")
     args = ap.parse_args(argv)
-    for n in args.n.split(","):
+    drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
+    known = fact_names()
+    unknown = [d for d in drop if d not in known]
+    if unknown:
+        ap.error(f"--drop: no fact named {unknown[0]!r} (known: {', '.join(known)})")
+    for n in args.n:
         o = Options(
             entries=args.entries,
-            n=None if n == "none" else int(n),
+            n=n,
             keys=args.keys,
             variant=args.variant,
             mode=args.mode,
             hist=args.hist,
-            drop=tuple(d for d in args.drop.split(",") if d),
+            drop=drop,
             safeguard=args.safeguard,
         )
         label = (
-            f"n={n} keys={args.keys} entries={o.entries} mode={o.mode} hist={o.hist} "
+            f"n={'none' if n is None else n} keys={args.keys} entries={o.entries} "
+            f"mode={o.mode} hist={o.hist} "
             + ("+safeguard " if o.safeguard else "")
             + f"variant={o.variant or 'seqnum'}"
             + (f" drop={','.join(o.drop)}" if o.drop else "")

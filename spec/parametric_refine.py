@@ -20,7 +20,6 @@ Run: ``python -m replay_contract.spec.parametric_refine [--random N] [--bound ..
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 import z3
 
+from replay_contract.cli import OneLineParser, positive_int
 from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named
@@ -37,7 +37,7 @@ from replay_contract.model.contracts import contract as contract_named
 from . import encoding as enc
 from . import parametric as ps
 from .agentterms import Plan
-from .bound import Bound, parse
+from .bound import Bound, BoundError, parse
 from .monitors import flag
 
 #: the factor from the machine's ticks to the model's
@@ -248,17 +248,21 @@ def check_runs(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: 0 if every micro-step checked is a step of the model."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m replay_contract.spec.parametric_refine",
         description="Every micro-step of the machine of spec/encoding.py on the runs of a "
         "bound is a step of the parametric model (experimental).",
     )
     ap.add_argument("--bound", default=DEFAULT_BOUND)
-    ap.add_argument("--random", type=int, default=0, help="that many random runs (0: all)")
-    ap.add_argument("--variant", default="", help="check against a broken model")
-    ap.add_argument("--timeout", type=int, default=60, help="seconds per micro-step")
+    ap.add_argument("--random", type=ps.count, default=0, help="that many random runs (0: all)")
+    ap.add_argument("--variant", default="", choices=ps.VARIANTS, help="a broken model")
+    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
     args = ap.parse_args(argv)
-    done = check_runs(parse(args.bound), args.random, args.variant, args.timeout * 1000)
+    try:
+        bound = parse(args.bound)
+    except BoundError as e:
+        ap.error(str(e))
+    done = check_runs(bound, args.random, args.variant, args.timeout * 1000)
     print(
         f"refinement {args.bound} variant={args.variant or 'seqnum'}: {done.runs} runs "
         f"checked, {len(done.failures)} with a micro-step the model cannot take "

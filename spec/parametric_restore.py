@@ -32,12 +32,13 @@ no-end-fact]``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Sequence
 
 import z3
+
+from replay_contract.cli import OneLineParser, positive_int
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -138,13 +139,13 @@ def check_scan(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: prints each goal's answer."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m replay_contract.spec.parametric_restore",
         description="The ordered restore's scan, stated parametrically (experimental).",
     )
     ap.add_argument("--mode", default="manual", choices=("manual", "quant"))
     ap.add_argument("--variant", default="", choices=("", "no-end-fact"))
-    ap.add_argument("--timeout", type=int, default=120, help="seconds per query")
+    ap.add_argument("--timeout", type=positive_int, default=120, help="seconds per query")
     args = ap.parse_args(argv)
     for name, (res, dt) in check_scan(args.mode, args.variant, args.timeout * 1000).items():
         print(

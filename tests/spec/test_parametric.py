@@ -159,3 +159,25 @@ def test_command_line() -> None:
     assert len(lines) == 4
     assert sum("14/14 kept" in line for line in lines) == 2
     assert sum("14/14 facts hold" in line for line in lines) == 2
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "message"),
+    [
+        ("parametric", ["--n", "abc"], "argument --n: expected a whole number, got 'abc'"),
+        ("parametric", ["--variant", "nope"], "argument --variant: invalid choice: 'nope'"),
+        ("parametric", ["--drop", "nosuch"], "--drop: no fact named 'nosuch'"),
+        ("parametric", ["--bmc", "-1"], "argument --bmc: expected a whole number, 0 or more"),
+        ("parametric_refine", ["--bound", "inputs=x"], "bound: inputs: expected an integer"),
+        ("parametric_restore", ["--timeout", "0"], "argument --timeout: expected a whole number"),
+    ],
+)
+def test_bad_input_is_one_line_and_exits_non_zero(
+    module: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = {"parametric": pm.main, "parametric_refine": refine.main}.get(module, restore.main)
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
