@@ -215,9 +215,17 @@ class Options:
 # -- the invariant ---------------------------------------------------------------------
 
 
+def valid_in(
+    pres: z3.ArrayRef, tim: z3.ArrayRef, void: z3.ArrayRef, marker: z3.ArithRef, s: z3.ArithRef
+) -> z3.BoolRef:
+    """Slot ``s`` of the store ``pres``, ``tim``, ``void`` is valid under ``marker``:
+    present, not before the marker, not voided."""
+    return z3.And(pres[s], marker <= tim[s], z3.Not(void[s]))
+
+
 def valid(st: State, v: View, s: z3.ArithRef) -> z3.BoolRef:
-    """Slot ``s`` is valid in view ``v``: present, not before the marker, not voided."""
-    return z3.And(st.pres[s], v.marker <= st.tim[s], z3.Not(st.void[s]))
+    """Slot ``s`` is valid in view ``v``."""
+    return valid_in(st.pres, st.tim, st.void, v.marker, s)
 
 
 def slot_facts(st: State, s: z3.ArithRef, q: z3.ArithRef | None, o: Options) -> Facts:
@@ -419,7 +427,7 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
             pres: z3.ArrayRef = pres,
             tim: z3.ArrayRef = tim,
         ) -> z3.BoolRef:
-            return z3.And(pres[s], marker1 <= tim[s], z3.Not(void[s]))
+            return valid_in(pres, tim, void, marker1, s)
 
         def match(
             s: z3.ArithRef,

@@ -35,6 +35,7 @@ from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named
 
 from . import encoding as enc
+from . import logic as lg
 from . import parametric as ps
 from .agentterms import Plan
 from .bound import Bound, BoundError, parse
@@ -52,9 +53,9 @@ Snapshot = dict[str, Any]
 def codes(term: Any) -> list[int]:
     """A history term (a cons list, the latest input outermost) as codes, oldest first."""
     out: list[int] = []
-    while term != ("none",):
+    while term != lg.NONE:
         _, _tag, rec, ver, rest, _ = term
-        out.append(2 * rec + ver)
+        out.append(ps.code(rec, ver))
         term = rest
     return out[::-1]
 
