@@ -73,6 +73,10 @@ INDUCTIVE = (
     "divergence-safeguard",
 )
 
+#: The properties the generic invariant (:func:`generic`) has facts for: what the
+#: operator does with an input does not depend on how it looks up completions.
+GENERIC = ("key-isolation", "no-lost-input")
+
 T = lg.Term
 
 
@@ -117,8 +121,21 @@ def unsupported(contract: Contract) -> str:
     )
 
 
+def generic(contract: Contract) -> bool:
+    """``contract`` does not wait and fits neither family: it gets the *generic*
+    invariant, which knows nothing of the recorded order and covers :data:`GENERIC`."""
+    return bool(unsupported(contract)) and not contract.wait
+
+
 def inductive(contract: Contract, agent: str, properties: Sequence[str]) -> list[str]:
     """The properties of ``properties`` the engine attempts for ``contract`` and ``agent``."""
+    if generic(contract):
+        # a lookup by reads compares the very values no-stale-reuse judges a reuse by
+        covered = GENERIC
+        if contract.match == "reads":
+            covered = (*GENERIC, "no-stale-reuse", "equivalent-outcome")
+        one_field = len(Plan.of(AGENTS[agent]).fields) <= 1
+        return [p for p in properties if p in covered and (p != "equivalent-outcome" or one_field)]
     if unsupported(contract):
         return []
     one_field = len(Plan.of(AGENTS[agent]).fields) <= 1
@@ -273,13 +290,19 @@ def invariant(
     op, saved, world = m.op, m.saved, m.world
     up = world["up"]
     n, keys = m.n, m.k
-    shape = m.shape
     facts: list[Fact] = []
 
     def add(name: str, fact: Sym) -> None:
         facts.append((name, fact))
 
     views = (("op", op, up), ("saved", saved, True))
+    if generic(m.contract):
+        _delivery_facts(m, views, add)
+        if m.contract.match == "reads" and "equivalent-outcome" in properties:
+            # a reuse gives what the action, run now on the same reads, would give
+            written = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
+            _outcome_facts(m, written, views, add)
+        return facts
     slots = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
     g, pg = ghosts.order, ghosts.prefix
     add("markers equal", lg.eq(op["marker"], saved["marker"]))
@@ -348,47 +371,7 @@ def invariant(
                 )
             ):
                 add(f"history is order {name} {k} {d}", part)
-    for name, view, guard in views:
-        for k in range(keys):
-            accepted = [lg.and_(view.cell("accepted", r), lg.eq(shape.key[r], k)) for r in range(n)]
-            add(
-                f"count {name} {k}",
-                lg.implies(guard, lg.eq(view.cell("next", k), lg.count(accepted))),
-            )
-        for r in range(n):
-            offset = view.at("offset", shape.channel[r])
-            lost = lg.and_(lg.eq(shape.mode[r], 1), lg.lt(r, world.at("high", shape.channel[r])))
-            add(
-                f"accepted below offset {name} {r}",
-                lg.implies(view.cell("accepted", r), lg.lt(r, offset)),
-            )
-            taken = view.cell("accepted", r)
-            if m.contract.wait:  # delivered: accepted or waiting, not both
-                waiting = view.cell("waiting", r)
-                add(f"waiting below offset {name} {r}", lg.implies(waiting, lg.lt(r, offset)))
-                add(
-                    f"waiting not accepted {name} {r}",
-                    lg.implies(guard, lg.not_(lg.and_(taken, waiting))),
-                )
-                taken = lg.or_(taken, waiting)
-            add(
-                f"accepted = delivered {name} {r}",
-                lg.implies(guard, lg.eq(taken, view.cell("delivered", r))),
-            )
-            add(
-                f"below offset accepted {name} {r}",
-                lg.implies(lg.and_(guard, lg.lt(r, offset), lg.not_(lost)), taken),
-            )
-        for c in range(m.c):
-            add(
-                f"offset {name} {c}",
-                lg.and_(
-                    lg.le(0, view.cell("offset", c)),
-                    lg.le(view.cell("offset", c), world.cell("high", c)),
-                ),
-            )
-    for c in range(m.c):
-        add(f"high {c}", lg.le(world.cell("high", c), n))
+    _delivery_facts(m, views, add)
     go = g["op"]
     # a slot written in this epoch (a completion or an order entry) lies before its
     # key's position, and its input is accepted
@@ -431,24 +414,9 @@ def invariant(
     safeguard = "divergence-safeguard" in properties
     if outcome:
         mem = ghosts.memory
-        for s in slots:
-            entry = m.plan.entries[s.entry]
-            same = [
-                lg.eq(s.writes[f], write_term(entry, f, s.record, s.version, s.reads))
-                for f in entry.writes
-            ]
-            if entry.output:
-                same.append(lg.eq(s.output, output_term(entry, s.record, s.version, s.reads)))
-            add(f"agent terms slot {s.index}", lg.implies(s.present, lg.and_(*same)))
+        _outcome_facts(m, slots, views, add)
         for name, view, guard in views:
             for k in range(keys):
-                add(f"outputs equal {name} {k}", lg.implies(guard, view.cell("outputs-equal", k)))
-                add(
-                    f"memory failure-free {name} {k}",
-                    lg.implies(
-                        guard, lg.eq(view.cell("memory", k, 0), view.cell("failure-free", k, 0))
-                    ),
-                )
                 add(
                     f"memory is ghost {name} {k}",
                     lg.implies(
@@ -576,6 +544,85 @@ def invariant(
         if "complete-reuse" in properties:
             _reuse_facts(m, ghosts, epoch, add)
     return facts
+
+
+def _outcome_facts(
+    m: enc.Machine,
+    slots: Sequence[enc.Slot],
+    views: Sequence[tuple[str, Cells, Sym]],
+    add: Callable[[str, Sym], None],
+) -> None:
+    """What a saved completion holds is what its action gives on the input and the
+    values it read, and each view's memory and outputs are those of the failure-free
+    run over its accepted history (agents with one memory field)."""
+    for s in slots:
+        entry = m.plan.entries[s.entry]
+        same = [
+            lg.eq(s.writes[f], write_term(entry, f, s.record, s.version, s.reads))
+            for f in entry.writes
+        ]
+        if entry.output:
+            same.append(lg.eq(s.output, output_term(entry, s.record, s.version, s.reads)))
+        add(f"agent terms slot {s.index}", lg.implies(s.present, lg.and_(*same)))
+    for name, view, guard in views:
+        for k in range(m.k):
+            add(f"outputs equal {name} {k}", lg.implies(guard, view.cell("outputs-equal", k)))
+            add(
+                f"memory failure-free {name} {k}",
+                lg.implies(
+                    guard, lg.eq(view.cell("memory", k, 0), view.cell("failure-free", k, 0))
+                ),
+            )
+
+
+def _delivery_facts(
+    m: enc.Machine, views: Sequence[tuple[str, Cells, Sym]], add: Callable[[str, Sym], None]
+) -> None:
+    """Each key's position counts its accepted inputs, and an input is accepted (or
+    waits) in a view exactly when it was delivered there, which is when it lies below
+    its channel's offset, unless the channel lost it. No rule of reuse enters them."""
+    world, shape, keys, n = m.world, m.shape, m.k, m.n
+    for name, view, guard in views:
+        for k in range(keys):
+            accepted = [lg.and_(view.cell("accepted", r), lg.eq(shape.key[r], k)) for r in range(n)]
+            add(
+                f"count {name} {k}",
+                lg.implies(guard, lg.eq(view.cell("next", k), lg.count(accepted))),
+            )
+        for r in range(n):
+            offset = view.at("offset", shape.channel[r])
+            lost = lg.and_(lg.eq(shape.mode[r], 1), lg.lt(r, world.at("high", shape.channel[r])))
+            add(
+                f"accepted below offset {name} {r}",
+                lg.implies(view.cell("accepted", r), lg.lt(r, offset)),
+            )
+            taken = view.cell("accepted", r)
+            if m.contract.wait:  # delivered: accepted or waiting, not both
+                waiting = view.cell("waiting", r)
+                add(f"waiting below offset {name} {r}", lg.implies(waiting, lg.lt(r, offset)))
+                add(
+                    f"waiting not accepted {name} {r}",
+                    lg.implies(guard, lg.not_(lg.and_(taken, waiting))),
+                )
+                taken = lg.or_(taken, waiting)
+            add(
+                f"accepted = delivered {name} {r}",
+                lg.implies(guard, lg.eq(taken, view.cell("delivered", r))),
+            )
+            add(
+                f"below offset accepted {name} {r}",
+                lg.implies(lg.and_(guard, lg.lt(r, offset), lg.not_(lost)), taken),
+            )
+        for c in range(m.c):
+            add(
+                f"offset {name} {c}",
+                lg.and_(
+                    lg.le(0, view.cell("offset", c)),
+                    lg.le(view.cell("offset", c), world.cell("high", c)),
+                ),
+            )
+    for c in range(m.c):
+        add(f"high {c}", lg.le(world.cell("high", c), n))
 
 
 def _reuse_facts(
@@ -1490,12 +1537,14 @@ def prove(
 
 __all__ = [
     "BASE",
+    "GENERIC",
     "INDUCTIVE",
     "ClassMismatch",
     "Outcome",
     "build_step",
     "check_class",
     "class_of",
+    "generic",
     "inductive",
     "invariant",
     "members",

@@ -45,9 +45,12 @@ def test_seqnum_is_inductive_with_two_crashes(agent: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["stable-id", "no-divergence-check"])
-def test_the_invariant_does_not_prove_contracts_that_break_it(name: str) -> None:
+def test_the_invariant_does_not_prove_contracts_that_break_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # both really break no-stale-reuse or divergence-safeguard (the explorer's
     # counterexamples); forced past the engine's rule check, the invariant must fail
+    monkeypatch.setattr(induction, "generic", lambda contract: False)
     outcome = induction.prove(CONTRACTS[name], "stateful", SMALL, induction.INDUCTIVE)
     assert outcome.proved == []
     assert all("not inductive at micro-step" in why for why in outcome.failed.values())
@@ -103,6 +106,71 @@ def test_contracts_without_an_invariant_go_to_the_unrolling() -> None:
     assert [r.verdict for r in results] == ["proved"]
     assert results[0].engines == dict.fromkeys(bound.agents, "unrolling")
     assert any("induction" in line and "not tried" in line for line in said)
+
+
+@pytest.mark.parametrize("name", ["stable-id", "read-set", "no-divergence-check"])
+def test_the_generic_invariant_proves_what_does_not_depend_on_the_lookup(name: str) -> None:
+    contract = CONTRACTS[name]
+    assert induction.generic(contract)
+    covered = {"key-isolation", "no-lost-input"} | (
+        {"no-stale-reuse", "equivalent-outcome"} if name == "read-set" else set()
+    )
+    results = verify_contract(contract, SMALL, engine="induction")
+    explored = bounded.explore(SMALL, contract)
+    for r in results:
+        assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
+        expected = "induction" if r.property in covered else "unrolling"
+        assert r.engines == dict.fromkeys(SMALL.agents, expected), r.property
+
+
+def test_invalidating_every_key_is_not_proved_by_the_generic_invariant() -> None:
+    # seqnum's rules with an invalidation of every key: it really breaks key-isolation
+    every_key = evolve(SEQNUM, name="seqnum-every-key", invalidation_scope="all")
+    assert induction.generic(every_key)
+    problem = build(every_key, "stateful", SMALL)
+    broken = lg.lift_bool(problem.machine.monitors.broken("key-isolation"))
+    assert problem.solver.check(broken) == z3.sat
+    outcome = induction.prove(every_key, "stateful", SMALL, induction.GENERIC)
+    assert outcome.proved == ["no-lost-input"]
+    assert "may set its flag" in outcome.failed["key-isolation"]
+
+
+def test_no_lost_input_rests_on_the_delivery_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(induction, "_delivery_facts", lambda *args: None)
+    outcome = induction.prove(CONTRACTS["stable-id"], "stateful", SMALL, induction.GENERIC)
+    assert outcome.proved == ["key-isolation"]
+    assert "may set its flag" in outcome.failed["no-lost-input"]
+
+
+def test_a_lookup_that_ignores_the_reads_is_not_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    # read-set's monitor judges a reuse by the values read; a lookup by identity alone
+    # reuses a completion that read other values: the flag must not be kept unset
+    find = enc.Machine.find
+
+    def by_identity(self: enc.Machine, *args: Any) -> Any:
+        contract = self.contract
+        self.contract = evolve(contract, match="identity")
+        try:
+            return find(self, *args)
+        finally:
+            self.contract = contract
+
+    monkeypatch.setattr(enc.Machine, "find", by_identity)
+    read_set = CONTRACTS["read-set"]
+    problem = build(read_set, "stateful", SMALL)
+    for prop in ("no-stale-reuse", "equivalent-outcome"):
+        broken = lg.lift_bool(problem.machine.monitors.broken(prop))
+        assert problem.solver.check(broken) == z3.sat, prop
+    outcome = induction.prove(read_set, "stateful", SMALL, ["no-stale-reuse"])
+    assert "may set its flag" in outcome.failed["no-stale-reuse"]
+    outcome = induction.prove(read_set, "stateful", SMALL, ["equivalent-outcome"])
+    assert "not inductive" in outcome.failed["equivalent-outcome"]
+
+
+def test_read_sets_outcome_rests_on_its_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(induction, "_outcome_facts", lambda *args: None)
+    outcome = induction.prove(CONTRACTS["read-set"], "stateful", SMALL, ["equivalent-outcome"])
+    assert "may set its flag" in outcome.failed["equivalent-outcome"]
 
 
 @pytest.mark.parametrize("name", ["ordered", "ordered-before-first-tool-call"])
