@@ -129,17 +129,17 @@ def generic(contract: Contract) -> bool:
 
 def inductive(contract: Contract, agent: str, properties: Sequence[str]) -> list[str]:
     """The properties of ``properties`` the engine attempts for ``contract`` and ``agent``."""
+    covered: tuple[str, ...]
     if generic(contract):
-        # a lookup by reads compares the very values no-stale-reuse judges a reuse by
         covered = GENERIC
         if contract.match == "reads":
+            # its lookup compares the very values no-stale-reuse judges a reuse by
             covered = (*GENERIC, "no-stale-reuse", "equivalent-outcome")
-        one_field = len(Plan.of(AGENTS[agent]).fields) <= 1
-        return [p for p in properties if p in covered and (p != "equivalent-outcome" or one_field)]
-    if unsupported(contract):
+    elif unsupported(contract):
         return []
+    else:
+        covered = (*INDUCTIVE, "complete-reuse") if contract.wait else INDUCTIVE
     one_field = len(Plan.of(AGENTS[agent]).fields) <= 1
-    covered = (*INDUCTIVE, "complete-reuse") if contract.wait else INDUCTIVE
     return [p for p in properties if p in covered and (p != "equivalent-outcome" or one_field)]
 
 
