@@ -1,0 +1,287 @@
+"""Experimental: is every micro-step of :mod:`.encoding`'s machine under ``ordered`` a
+step of the parametric model of :mod:`.parametric_ordered`?
+
+As :mod:`.parametric_refine` does for ``seqnum``: the concrete
+:class:`~.encoding.Machine` is driven micro-step by micro-step on the runs of a small
+bound (every run, or a random sample); before and after each micro-step its state is
+read (each key's position, history, expected order, expected end and pending
+divergence in both views, the marker, whether it is up and no crash point was reached,
+the monitors' flags and cells (no-stale-reuse, divergence-safeguard), the tick and
+every completion and order slot) and bound to a pre-
+and a post-state of :func:`.parametric_ordered.step`; the solver must find the move,
+the witnesses, the restore's scan and the ghosts that make the transition relation
+hold. A micro-step the model cannot take is a place where the model is not an
+over-approximation of the machine. Ticks are scaled by :data:`.parametric_refine.SCALE`;
+the ghost ``era`` is computed alongside.
+
+This is testing, not proof: it covers the runs it is given.
+
+Run: ``python -m replay_contract.spec.parametric_ordered_refine [--random N] [--bound ...]``.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.model import bounded
+from replay_contract.model.contracts import ORDERED, Contract
+
+from . import encoding as enc
+from . import parametric_ordered as po
+from .bound import Bound, BoundError, parse
+from .monitors import flag
+from .parametric import INT, count, keyOf
+from .parametric_refine import SCALE, codes, entries, hist_array
+
+#: the default bound of the command line
+DEFAULT_BOUND = "inputs=2,channels=2,keys=1,crashes=1,agents=stateful"
+
+Snapshot = dict[str, Any]
+
+#: what the machine did in a run, counted over the runs checked (``Machine.reach``:
+#: a kept reuse, a crash, a restore, an input left waiting by its arrival, a kept
+#: invalidation)
+REACH = ("reuse", "crash", "restore", "wait", "invalidation")
+
+
+@dataclass
+class Outcome:
+    """The runs checked, those with a micro-step the model cannot take, and how many
+    runs reached each of :data:`REACH`."""
+
+    runs: int = 0
+    failures: list[tuple[bounded.Shape, list[str]]] = field(default_factory=list)
+    seconds: float = 0.0
+    reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REACH, 0))
+
+
+def snapshot(m: enc.Machine) -> Snapshot:
+    """What the model sees of the concrete machine's state."""
+    views = {}
+    for name, cells in (("op", m.op), ("sv", m.saved)):
+        views[name] = {
+            "nxt": [cells.cell("next", k) for k in range(m.k)],
+            "H": [codes(cells.cell("history", k)) for k in range(m.k)],
+            "marker": cells["marker"],
+            "ee": [cells.cell("expected-end", k) for k in range(m.k)],
+            "X": [
+                [
+                    2 * cells.cell("expected", k, q) + cells.cell("expected-version", k, q)
+                    for q in range(m.n)
+                ]
+                for k in range(m.k)
+            ],
+            "da": [cells.cell("diverge-at", k) for k in range(m.k)],
+        }
+    slots = {}
+    for s in m.slots:
+        slots[s.index] = {
+            "pres": bool(s.present),
+            "rec": s.record,
+            "ver": s.version,
+            "pos": s.position,
+            "ent": s.entry if s.kind == "completion" else po.ORDER,
+            "tim": s.time,
+            "void": bool(s.voided),
+            "pre": codes(s.prefix) if s.present and s.kind == "completion" else None,
+            "ord": bool(s.order),
+        }
+    w = m.world
+    return {
+        "recorded": [[w.cell("recorded", k, q) for q in range(m.n)] for k in range(m.k)],
+        "diverged": [[w.cell("diverged", k, q) for q in range(m.n)] for k in range(m.k)],
+        "flag2": bool(w[flag("divergence-safeguard")]),
+        "views": views,
+        "slots": slots,
+        "up": bool(w["up"]) and bool(m.live()),
+        "flag": bool(w[flag("no-stale-reuse")]),
+        "now": m.time,
+    }
+
+
+def bind(st: po.OState, snap: Snapshot, era: int, slot_era: dict[int, int]) -> list[z3.BoolRef]:
+    """The model's state ``st`` is the machine's snapshot ``snap``."""
+    out: list[z3.BoolRef] = []
+    for name in ("op", "sv"):
+        v, data = getattr(st, name), snap["views"][name]
+        out.append(v.marker == SCALE * data["marker"])
+        for k, x in enumerate(data["nxt"]):
+            out += [v.nxt[k] == x, v.ee[k] == data["ee"][k], v.da[k] == data["da"][k]]
+            out.append(v.H[k] == hist_array(data["H"][k]))
+            row = z3.K(INT, po.NO_CODE)
+            for q, c in enumerate(data["X"][k]):
+                row = z3.Store(row, q, c)
+            out.append(v.X[k] == row)
+    pres = z3.K(INT, z3.BoolVal(False))
+    for i, s in snap["slots"].items():
+        if not s["pres"]:
+            continue
+        pres = z3.Store(pres, i, True)
+        out += [
+            st.rec[i] == s["rec"],
+            st.ver[i] == s["ver"],
+            st.pos[i] == s["pos"],
+            st.ent[i] == s["ent"],
+            st.tim[i] == SCALE * s["tim"],
+            st.void[i] == s["void"],
+            st.ord[i] == s["ord"],
+            st.sera[i] == slot_era[i],
+        ]
+        if s["pre"] is not None:
+            out.append(st.pre[i] == hist_array(s["pre"]))
+    out.append(st.pres == pres)
+    recd = z3.K(INT, z3.K(INT, z3.IntVal(-1)))
+    divd = recd
+    for k, (row_r, row_d) in enumerate(zip(snap["recorded"], snap["diverged"], strict=True)):
+        ar = dr = z3.K(INT, z3.IntVal(-1))
+        for q, (x, y) in enumerate(zip(row_r, row_d, strict=True)):
+            ar = z3.Store(ar, q, x)
+            dr = z3.Store(dr, q, y if y < 0 else SCALE * y)
+        recd, divd = z3.Store(recd, k, ar), z3.Store(divd, k, dr)
+    out += [st.recd == recd, st.divd == divd, st.flag2 == snap["flag2"]]
+    out += [
+        st.up == snap["up"],
+        st.flag == snap["flag"],
+        st.now == SCALE * snap["now"],
+        st.era == era,
+    ]
+    return out
+
+
+def check_run(
+    contract: Contract,
+    bound: Bound,
+    shape: bounded.Shape,
+    node: bounded.Node,
+    o: po.Options,
+    timeout_ms: int,
+    reached: dict[str, int] | None = None,
+) -> list[str]:
+    """The first micro-step of one run the model cannot take (empty: it takes all);
+    counts in ``reached`` what the run reached (when it is taken in full)."""
+    channel_of = {bounded.record_name(r): shape.channel[r] for r in range(shape.inputs)}
+    env = enc.ScheduleEnv(enc.moves_of(node.steps, channel_of))
+    m = enc.Machine(
+        contract,
+        shape.agent,
+        bound,
+        enc.concrete_shape(shape.channel, shape.key, shape.mode),
+        env,
+        enc.budget(contract, bound),
+        enc.first_budget(contract, bound),
+    )
+    env.boundaries = m.boundaries
+    era, slot_era = 0, dict[int, int]()
+    before = snapshot(m)
+    keys = [z3.IntVal(k) for k in range(bound.keys)]
+    positions = [z3.IntVal(q) for q in range(bound.inputs + 1)]
+    for t in range(m.steps):
+        m.micro_step(t)
+        after = snapshot(m)
+        info = m.decode[-1]
+        restored = bool(info["idle"]) and info["main"] == enc.RESTORE and t in m.boundaries
+        new_era = era + (1 if restored else 0)
+        new_slot_era = dict(slot_era)
+        for i, s in after["slots"].items():
+            if s["pres"] and not before["slots"][i]["pres"]:
+                new_slot_era[i] = new_era  # written by this step, after its restore
+        a, b = po.fresh_state("a"), po.fresh_state("b")
+        tr = po.step(a, b, o)
+        assert tr.scan_end is not None
+        hyps = list(tr.cons)
+        hyps += bind(a, before, era, slot_era) + bind(b, after, new_era, new_slot_era)
+        hyps += [keyOf(r) == shape.key[r] for r in range(shape.inputs)]
+        ids = [z3.IntVal(i) for i in before["slots"]] + tr.slots
+        ks = keys + tr.keys
+        qs = [*positions, *(tr.scan_end[k] for k in keys)]
+        hyps += [u(x) for u in tr.univ_s for x in ids]
+        hyps += [u(k) for u in tr.univ_k for k in ks]
+        hyps += [u(k, q) for u in tr.univ_kq for k in keys for q in qs]
+        hyps += [u(x, k) for u in tr.univ_sk for x in ids for k in keys]
+        hyps += [u(x, k, q) for u in tr.univ_skq for x in ids for k in keys for q in qs]
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*hyps)
+        res = solver.check()
+        if res != z3.sat:
+            return [f"micro-step {t} ({res}): {[str(s) for s in node.steps]}"]
+        before, era, slot_era = after, new_era, new_slot_era
+    if reached is not None:
+        for name in REACH:
+            reached[name] += bool(m.reach[name])
+    return []
+
+
+def check_runs(
+    bound: Bound,
+    sample: int = 0,
+    variant: str = "",
+    timeout_ms: int = 60_000,
+    seed: int = 1,
+    stop_after: int = 3,
+) -> Outcome:
+    """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
+    runs, each against the model (of ``variant``: a broken one may fail); stops after
+    ``stop_after`` failing runs."""
+    rng = random.Random(seed)
+    shapes = list(bounded.shapes(bound))
+    if sample:
+        runs = []
+        for _ in range(sample):
+            shape = rng.choice(shapes)
+            runs.append((shape, bounded.random_run(shape, ORDERED, bound, rng.randrange)))
+    else:
+        runs = [(sh, node) for sh in shapes for node in bounded.runs(sh, ORDERED, bound)]
+    t0 = time.perf_counter()
+    out = Outcome()
+    for shape, node in runs:
+        o = po.Options(entries=entries(shape.agent), variant=variant, safeguard=True)
+        bad = check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
+        out.runs += 1
+        if bad:
+            out.failures.append((shape, bad))
+            if len(out.failures) >= stop_after:
+                break
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: 0 if every micro-step checked is a step of the model."""
+    ap = OneLineParser(
+        prog="python -m replay_contract.spec.parametric_ordered_refine",
+        description="Every micro-step of the machine of spec/encoding.py under ordered on the "
+        "runs of a bound is a step of the parametric model (experimental).",
+    )
+    ap.add_argument("--bound", default=DEFAULT_BOUND)
+    ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
+    ap.add_argument("--variant", default="", choices=po.VARIANTS, help="a broken model")
+    ap.add_argument("--seed", type=count, default=1, help="of the random runs")
+    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
+    args = ap.parse_args(argv)
+    try:
+        bound = parse(args.bound)
+    except BoundError as e:
+        ap.error(str(e))
+    done = check_runs(bound, args.random, args.variant, args.timeout * 1000, args.seed)
+    print(
+        f"refinement {args.bound} variant={args.variant or 'ordered'}: {done.runs} runs "
+        f"checked, {len(done.failures)} with a micro-step the model cannot take "
+        f"({done.seconds:.1f} s); runs that reached "
+        + ", ".join(f"{name} {n}" for name, n in done.reached.items())
+    )
+    for shape, bad in done.failures:
+        print(f"  {shape}: {bad[0]}")
+    return 1 if done.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The experimental parametric induction step of ``ordered`` / ``no-stale-reuse``
+(:mod:`.parametric_ordered`): its invariant is kept, the broken variants are refuted, and
+it is a step of the real machine on concrete runs (:mod:`.parametric_ordered_refine`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay_contract.spec import parametric_ordered as po
+from replay_contract.spec import parametric_ordered_refine as refine
+from replay_contract.spec.bound import parse
+from replay_contract.spec.parametric import Rows
+
+TIMEOUT_MS = 60_000
+
+#: the facts of ordered's invariant for no-stale-reuse
+FACTS = {
+    "valid ahead is order op",
+    "valid ahead is order sv",
+    "before end",
+    "written behind",
+    "slot basics",
+    "history is order op",
+    "history is order sv",
+    "next nonneg",
+    "orders agree below next",
+    "checkpoint behind",
+    "end after next",
+    "recorded without gap",
+    "expected is order",
+    "expected to end",
+    "expected before end",
+    "pending divergence",
+    "divergence before end",
+    "saved recovering appears",
+    "markers equal",
+    "marker below now",
+    "counters",
+    "no stale reuse",
+}
+
+#: per broken variant, a fact its step does not keep (a counterexample to induction)
+BROKEN = {
+    "any-position": "no stale reuse",
+    "no-wait": "valid ahead is order op",
+    "no-scan": "expected to end",
+    "no-order-record": "recorded without gap",
+    "forget-saved-order": "orders agree below next",
+}
+
+
+def not_kept(rows: Rows) -> dict[str, str]:
+    return {name: res for name, res, _ in rows if res != "unsat"}
+
+
+def test_the_invariant_of_ordered_is_inductive() -> None:
+    rows = po.check_step(po.Options(), TIMEOUT_MS)
+    assert {name for name, _, _ in rows} == FACTS
+    assert not_kept(rows) == {}
+
+
+def test_the_initial_state_satisfies_the_invariant() -> None:
+    assert not_kept(po.check_initial(po.Options(), TIMEOUT_MS)) == {}
+
+
+def test_divergence_safeguard_facts_are_kept() -> None:
+    facts = ("recorded", "no later divergence", "divergences in the past", "divergence safeguard")
+    rows = po.check_step(po.Options(safeguard=True, only=facts), TIMEOUT_MS)
+    assert {name for name, _, _ in rows} == set(facts)
+    assert not_kept(rows) == {}
+
+
+@pytest.mark.parametrize("variant", sorted(BROKEN))
+def test_broken_variants_get_a_counterexample_to_induction(variant: str) -> None:
+    fact = BROKEN[variant]
+    rows = po.check_step(po.Options(variant=variant, only=(fact,)), TIMEOUT_MS)
+    assert not_kept(rows) == {fact: "sat"}
+
+
+def test_a_main_fact_dropped_makes_another_fail() -> None:
+    o = po.Options(drop=("recorded without gap",), only=("expected to end",))
+    assert not_kept(po.check_step(o, TIMEOUT_MS)) == {"expected to end": "sat"}
+
+
+def test_micro_steps_of_the_machine_are_steps_of_the_model() -> None:
+    done = refine.check_runs(parse("inputs=2,channels=2,keys=1,crashes=1"), sample=4, seed=3)
+    assert done.runs == 4 and done.failures == []
+
+
+def test_a_model_without_the_scan_is_caught_by_the_refinement_check() -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=2,agents=stateful")
+    done = refine.check_runs(bound, sample=3, variant="no-scan", stop_after=1)
+    assert done.failures
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "message"),
+    [
+        ("step", ["--n", "0"], "argument --n: expected a whole number above 0, got '0'"),
+        ("step", ["--variant", "nope"], "argument --variant: invalid choice: 'nope'"),
+        ("step", ["--drop", "nosuch"], "--drop: no fact named 'nosuch'"),
+        ("step", ["--entries", "x"], "argument --entries: expected a whole number, got 'x'"),
+        ("refine", ["--bound", "inputs=x"], "bound: inputs: expected an integer"),
+        ("refine", ["--random", "-2"], "argument --random: expected a whole number, 0 or more"),
+    ],
+)
+def test_bad_input_is_one_line_and_exits_2(
+    module: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = po.main if module == "step" else refine.main
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
