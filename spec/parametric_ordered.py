@@ -1,5 +1,6 @@
 """Experimental: a *parametric* induction step for ``ordered`` / ``no-stale-reuse``
-(and ``divergence-safeguard`` with ``--safeguard``).
+(and ``divergence-safeguard`` with ``--safeguard``, ``key-isolation`` with
+``--isolation``, ``equivalent-outcome`` with ``--outcome``).
 
 The counterpart of :mod:`.parametric` (``seqnum``) for the contract that waits
 (``model/contracts.ORDERED``: match by position, nothing on a miss, wait,
@@ -25,7 +26,16 @@ store's ``pres``, ``rec``, ``ver``, ``pos``, ``ent``, ``tim``, ``void``, ``pre``
   key ``k`` (a ghost index: "every position of ``[next, E)`` has a valid carrier", a
   forall-exists, becomes a plain universal, as in :mod:`.parametric_restore`);
 * with ``--safeguard``, the divergence-safeguard monitor's ``recorded`` and ``diverged``
-  per (key, position) and its flag, as in :mod:`.parametric`.
+  per (key, position) and its flag, as in :mod:`.parametric`;
+* with ``--isolation``, key-isolation's flag: set by a kept divergence whose
+  invalidation reaches a valid settled completion of another key (a witness slot of the
+  step); under ``ordered`` the invalidation's target is the diverging key;
+* with ``--outcome`` (agents with one memory field: ``stateful`` for ``--entries 1``,
+  ``chain`` for 2), per view and key the memory ``M``, the monitor's failure-free memory
+  ``FM`` and outputs-equal ``OE``, the ghost memory ``FF[k][q]`` (the failure-free
+  memory after the first ``q`` inputs of ``G``), and per slot what it read (``rd``); a
+  slot's writes and output are the agent's terms of its input and reads
+  (spec/agentterms.py, as uninterpreted functions of the input's code and the memory).
 
 The invariant (22 facts; 26 with ``--safeguard``) is the counterpart of
 spec/induction.py's waiting facts restricted to what no-stale-reuse needs: ``E`` after
@@ -33,7 +43,13 @@ the positions, the store's recorded order without a gap on ``[next, E)`` and eve
 valid slot ahead before ``E``, the expected order is ``G`` on ``[next, ee)``, ``ee`` is
 ``E`` unless nothing or a divergence is expected, a pending divergence is at ``ee``
 and before ``E``, and a key that recovers in the checkpoint appears in its view; plus
-:mod:`.parametric`'s facts. Dropping any one of them makes another fail.
+:mod:`.parametric`'s facts. Dropping any one of them makes another fail. With
+``--isolation``, one more (the flag); with ``--outcome``, nine more: per view, a valid
+completion ahead read the ghost memory at its position, ``FM`` is ``FF`` at ``next``,
+``FF`` follows ``G`` on ``[next, E)`` (one input's run per position); the views' ``FF``
+agree up to the live ``next``; the checkpoint's and (while up) the live memory and
+outputs are the failure-free ones (the latter is the property). Each of the eight
+besides the property is needed.
 
 The step: an optional checkpoint; an optional restore, which rebuilds ``ee``, ``X`` and
 ``da`` of the keys it includes from the store's valid carriers (Skolem functions
@@ -80,8 +96,12 @@ any increasing integers, one tool call per entry):
   anything (the machine's dead loop changes it, a restore overwrites it);
 * the checkpoint's marker is at most the tick of every valid settled slot at or after
   its key's position (the machine's minimum is such a value);
-* no monitor other than no-stale-reuse; no memory, outputs, agent terms, channels,
-  offsets or ``high``.
+* the monitors of no-stale-reuse, divergence-safeguard, key-isolation and
+  equivalent-outcome only (the latter's end as a fact of every state where the operator
+  is up; an output counts on every accept, kept or cut); no channels, offsets or
+  ``high``;
+* the variant ``every-key`` invalidates the diverging key and one other key (the
+  machine's scope ``every-key``: every key present in the store's view).
 
 Run: ``python -m replay_contract.spec.parametric_ordered --help`` (see docs/parametric.md).
 The engine of ``verify`` does not use this module.
@@ -92,12 +112,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
 from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.model.bounded import AGENTS
 
+from .agentterms import Entry, Plan
 from .parametric import (
     BOOL,
     BOT,
@@ -134,6 +156,13 @@ class OView:
     ee: z3.ArrayRef
     X: z3.ArrayRef
     da: z3.ArrayRef
+    #: equivalent-outcome: the memory per key (``M``), the monitor's failure-free memory
+    #: (``FM``) and outputs-equal (``OE``) per key, and the ghost memory ``FF`` per key
+    #: and position (the failure-free memory after the first ``q`` inputs of ``G``)
+    M: z3.ArrayRef
+    FM: z3.ArrayRef
+    OE: z3.ArrayRef
+    FF: z3.ArrayRef
 
 
 @dataclass
@@ -162,10 +191,17 @@ class OState:
     recd: z3.ArrayRef
     divd: z3.ArrayRef
     flag2: z3.BoolRef
+    #: key-isolation's flag (monitors.py ``invalidate``)
+    flag3: z3.BoolRef
+    #: equivalent-outcome: what each slot read (its saved writes and output are the
+    #: agent's terms of its input and reads; the property is a fact, not a flag)
+    rd: z3.ArrayRef
 
 
 STORE = ("pres", "rec", "ver", "pos", "ent", "tim", "void", "pre", "sera", "ord")
 VIEW = ("nxt", "H", "G", "marker", "ee", "X", "da")
+#: the views' part of equivalent-outcome
+OUTCOME = ("M", "FM", "OE", "FF")
 
 
 def fresh_view(name: str) -> OView:
@@ -177,7 +213,18 @@ def fresh_view(name: str) -> OView:
         z3.Array(f"{name}.ee", INT, INT),
         z3.Array(f"{name}.X", INT, HIST),
         z3.Array(f"{name}.da", INT, INT),
+        z3.Array(f"{name}.memory", INT, INT),
+        z3.Array(f"{name}.failure-free", INT, INT),
+        z3.Array(f"{name}.outputs-equal", INT, BOOL),
+        z3.Array(f"{name}.FF", INT, HIST),
     )
+
+
+def pick(cond: z3.BoolRef, x: OView, y: OView, **over: z3.ExprRef) -> OView:
+    """The view ``x`` if ``cond``, else ``y``; ``over`` replaces some fields."""
+    names = (*VIEW, *OUTCOME)
+    vals = {n: over.get(n, z3.If(cond, getattr(x, n), getattr(y, n))) for n in names}
+    return OView(**vals)
 
 
 def fresh_state(tag: str) -> OState:
@@ -209,11 +256,22 @@ def fresh_state(tag: str) -> OState:
         z3.Array(f"{tag}.recorded", INT, HIST),
         z3.Array(f"{tag}.diverged", INT, HIST),
         z3.Bool(f"{tag}.flag2"),
+        z3.Bool(f"{tag}.flag3"),
+        z3.Array(f"{tag}.reads", INT, INT),
     )
 
 
 #: The broken models of ``--variant`` (the empty name is ordered itself).
-VARIANTS = ("any-position", "no-wait", "no-scan", "no-order-record", "forget-saved-order")
+VARIANTS = (
+    "any-position",
+    "no-wait",
+    "no-scan",
+    "no-order-record",
+    "forget-saved-order",
+    "every-key",
+    "forget-memory",
+    "other-reads",
+)
 
 
 @dataclass
@@ -226,7 +284,9 @@ class Options:
     #: any position), "no-wait" (an input is accepted even while its key recovers),
     #: "no-scan" (a restore forgets the recorded order: nothing is expected),
     #: "no-order-record" (no accept makes its position durable), "forget-saved-order"
-    #: (an accept does not write the checkpoint's ghost order: an invariant too weak)
+    #: (an accept does not write the checkpoint's ghost order: an invariant too weak),
+    #: "every-key" (a divergence also invalidates the slots of another key, as the scope
+    #: ``every-key`` does)
     variant: str = ""
     mode: str = "manual"
     drop: tuple[str, ...] = ()
@@ -237,6 +297,43 @@ class Options:
     only: tuple[str, ...] = ()
     #: also the divergence-safeguard property (its monitor and facts)
     safeguard: bool = False
+    #: also the key-isolation property (its monitor's flag)
+    isolation: bool = False
+    #: also equivalent-outcome (the agent: ``stateful`` with one entry, ``chain`` with
+    #: two); its variants: "forget-memory" (a restore keeps the live memory),
+    #: "other-reads" (a completion saves reads other than those it ran with)
+    outcome: bool = False
+
+
+def plan_of(o: Options) -> Plan:
+    """The agent of ``o.entries`` (both have one memory field)."""
+    return Plan.of(AGENTS["stateful" if o.entries == 1 else "chain"])
+
+
+def reads_of(entry: Entry, m: z3.ArithRef) -> tuple[z3.ArithRef, ...]:
+    return (m,) if entry.reads else ()
+
+
+def agent_term(entry: Entry, kind: str, cd: z3.ArithRef, m: z3.ArithRef) -> z3.ArithRef:
+    """What ``entry`` writes or outputs (``kind``) for the input coded ``cd`` when the
+    memory it reads is ``m`` (spec/agentterms.py's ``write_term`` / ``output_term``, as
+    uninterpreted functions)."""
+    reads = reads_of(entry, m)
+    fn = z3.Function(f"agent{entry.index}.{kind}", *([INT] * (1 + len(reads))), INT)
+    out = fn(cd, *reads)
+    assert isinstance(out, z3.ArithRef)
+    return out
+
+
+def run(plan: Plan, m: z3.ArithRef, cd: z3.ArithRef) -> tuple[z3.ArithRef, list[z3.ArithRef]]:
+    """The failure-free run of the input coded ``cd`` from memory ``m`` (one field): the
+    memory after it and the memory each entry reads (spec/agentterms.py ``run_input``)."""
+    before = []
+    for entry in plan.entries:
+        before.append(m)
+        if entry.writes:
+            m = agent_term(entry, "write", cd, m)
+    return m, before
 
 
 # -- the invariant ---------------------------------------------------------------------
@@ -285,6 +382,18 @@ def slot_facts(st: OState, s: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
             z3.Implies(z3.And(st.up, st.pres[s], st.sera[s] == st.era), st.pos[s] < st.op.nxt[k]),
         )
     )
+    if o.outcome:
+        # what a valid completion ahead read is the ghost memory at its position
+        plan = plan_of(o)
+        for name, v, guard in (("op", st.op, st.up), ("sv", st.sv, z3.BoolVal(True))):
+            ahead = z3.And(guard, valid(st, v, s), v.nxt[k] <= st.pos[s])
+            _, before = run(plan, v.FF[k][st.pos[s]], code(st.rec[s], st.ver[s]))
+            read = [
+                z3.Implies(st.ent[s] == e, st.rd[s] == before[e])
+                for e, entry in enumerate(plan.entries)
+                if entry.reads
+            ]
+            out.append((f"valid ahead reads ghost {name}", z3.Implies(ahead, z3.And(*read))))
     if o.safeguard:
         # spec/induction.py's "recorded" and "no later divergence" (one view: the
         # markers are equal), for completions and order entries alike
@@ -368,6 +477,25 @@ def key_facts(st: OState, k: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
     )
     if o.safeguard:
         out.append(("divergences in the past", st.divd[k][q] <= st.now))
+    if o.outcome:
+        plan = plan_of(o)
+        for name, v, guard in (("op", op, up), ("sv", sv, z3.BoolVal(True))):
+            out.append((f"ghost memory {name}", z3.Implies(guard, v.FM[k] == v.FF[k][v.nxt[k]])))
+            after, _ = run(plan, v.FF[k][q], v.G[k][q])
+            out.append(
+                (
+                    f"ghost memory chain {name}",
+                    z3.Implies(z3.And(guard, v.nxt[k] <= q, q < E), v.FF[k][q + 1] == after),
+                )
+            )
+        out.append(
+            (
+                "ghost memories agree",
+                z3.Implies(z3.And(up, q >= 0, q <= op.nxt[k]), sv.FF[k][q] == op.FF[k][q]),
+            )
+        )
+        out.append(("saved outcome", z3.And(sv.M[k] == sv.FM[k], sv.OE[k])))
+        out.append(("equivalent outcome", z3.Implies(up, z3.And(op.M[k] == op.FM[k], op.OE[k]))))
     return out
 
 
@@ -377,7 +505,10 @@ def global_facts(st: OState, o: Options) -> Facts:
         ("marker below now", st.op.marker <= st.now),
         ("counters", z3.And(st.era >= 0, st.now >= 0)),
         ("no stale reuse", z3.Not(st.flag)),
-    ] + ([("divergence safeguard", z3.Not(st.flag2))] if o.safeguard else [])
+    ] + (
+        ([("divergence safeguard", z3.Not(st.flag2))] if o.safeguard else [])
+        + ([("key isolation", z3.Not(st.flag3))] if o.isolation else [])
+    )
 
 
 def all_facts(st: OState, s: z3.ArithRef, k: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
@@ -387,7 +518,7 @@ def all_facts(st: OState, s: z3.ArithRef, k: z3.ArithRef, q: z3.ArithRef, o: Opt
 def fact_names() -> list[str]:
     """The names of the invariant's facts (``--drop`` takes them)."""
     st = fresh_state("names")
-    o = Options(safeguard=True)
+    o = Options(safeguard=True, isolation=True, outcome=True)
     return [n for n, _ in all_facts(st, z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]
 
 
@@ -473,16 +604,8 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     st.univ_s.append(needed)
     marker1 = z3.If(ckpt, m1, a.op.marker)
 
-    sv1 = OView(
-        z3.If(ckpt, a.op.nxt, a.sv.nxt),
-        z3.If(ckpt, a.op.H, a.sv.H),
-        z3.If(ckpt, a.op.G, a.sv.G),
-        z3.If(ckpt, marker1, a.sv.marker),
-        z3.If(ckpt, a.op.ee, a.sv.ee),
-        z3.If(ckpt, a.op.X, a.sv.X),
-        z3.If(ckpt, a.op.da, a.sv.da),
-    )
-    op1 = OView(a.op.nxt, a.op.H, a.op.G, marker1, a.op.ee, a.op.X, a.op.da)
+    sv1 = pick(ckpt, a.op, a.sv, marker=z3.If(ckpt, marker1, a.sv.marker))
+    op1 = replace(a.op, marker=marker1)
     tick()
     # -- restore: op := saved; the included keys rescan the store's recorded order
     era2 = z3.If(rest, a.era + 1, a.era)
@@ -550,14 +673,15 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     st.univ_sk.append(left_out)
     if scanned:
         st.univ_skq.append(scan_miss)
-    op2 = OView(
-        z3.If(rest, sv1.nxt, op1.nxt),
-        z3.If(rest, sv1.H, op1.H),
-        z3.If(rest, sv1.G, op1.G),
-        z3.If(rest, sv1.marker, op1.marker),
-        z3.If(rest, ee_r, op1.ee),
-        z3.If(rest, X_r, op1.X),
-        z3.If(rest, da_r, op1.da),
+    forget: dict[str, z3.ExprRef] = {"M": op1.M} if o.variant == "forget-memory" else {}
+    op2 = pick(
+        rest,
+        sv1,
+        op1,
+        ee=z3.If(rest, ee_r, op1.ee),
+        X=z3.If(rest, X_r, op1.X),
+        da=z3.If(rest, da_r, op1.da),
+        **forget,
     )
     tick()
     # -- the heavy operation's key; a give-up of split_order on it first
@@ -586,6 +710,12 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         c.append(z3.Implies(acc, z3.Or(head, free)))
     recorded = head  # take_head: the input is already recorded
     prefix = op2.H[k]
+    # equivalent-outcome: the live memory through the plan, the failure-free run
+    plan = plan_of(o)
+    mem: z3.ArithRef = op2.M[k]
+    ff_after, ff_before = run(plan, op2.FM[k], cd)
+    same: z3.BoolRef = z3.BoolVal(True)
+    rd = a.rd
     cut = z3.Int(f"{tag}cut")
     c.append(cut >= -1)
     eff: z3.ArithRef = z3.IntVal(0)
@@ -665,6 +795,16 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
             st.positions.append(d2)
             later = z3.Or(tim[w] < -1, z3.And(d2 <= p, tim[w] < divd[k][d2]))
             flag2 = z3.Or(flag2, z3.And(reused, later))
+        read_now = mem
+        if o.outcome:
+            # a hit returns its saved writes and output: the terms of what it read
+            entry = plan.entries[e]
+            used = z3.If(hit, rd[w], mem)
+            if entry.output:
+                got = agent_term(entry, "output", cd, used)
+                same = z3.And(same, got == agent_term(entry, "output", cd, ff_before[e]))
+            if entry.writes:
+                mem = agent_term(entry, "write", cd, used)
         tick(acc)
         miss = z3.And(acc, z3.Not(hit))
         eff = eff + z3.If(miss, 1, 0)  # the tool call
@@ -682,6 +822,9 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         ent, tim = z3.Store(ent, sid, e), z3.Store(tim, sid, now)
         pre, sera = z3.Store(pre, sid, prefix), z3.Store(sera, sid, era2)
         void, ordf = z3.Store(void, sid, False), z3.Store(ordf, sid, carries)
+        if o.variant == "other-reads":
+            read_now = z3.Int(f"{tag}save{e}.reads")
+        rd = z3.Store(rd, sid, read_now)
         wrote(saved, sid, carries)
         ordered = z3.Or(ordered, miss)
     # the standalone order entry when no completion carried the position
@@ -701,10 +844,16 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     wrote(saved, oid, z3.BoolVal(True))
     E_acc, W_acc = E, W
     # -- divergence: ee and da reset; the key's settled slots at or after its position
-    # are voided durably (one effect)
+    # are voided durably (one effect); "every-key" also voids another key's (``target``)
     kept_div = z3.And(div, live(z3.IntVal(0)))
     tick(div)
     void_div = z3.Array(f"{tag}div.void", INT, BOOL)
+    target = k
+    if o.variant == "every-key":
+        target = z3.Int(f"{tag}div.target")
+        st.keys.append(target)
+        if o.keys is not None:
+            c.append(z3.And(target >= 0, target < o.keys))
 
     def voided(x: z3.ArithRef) -> z3.BoolRef:
         return void_div[x] == z3.Or(
@@ -713,10 +862,23 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
                 kept_div,
                 a.pres[x],
                 a.sera[x] < era2,
-                keyOf(a.rec[x]) == k,
+                z3.Or(keyOf(a.rec[x]) == k, keyOf(a.rec[x]) == target),
                 p <= a.pos[x],
             ),
         )
+
+    # key-isolation: the invalidation of another key voids some valid completion (a
+    # free witness slot: the flag is asked for every choice)
+    vx = z3.Int(f"{tag}div.voids")
+    st.slots.append(vx)
+    voids_some = z3.And(
+        valid_in(a.pres, a.tim, a.void, op2.marker, vx),
+        a.ent[vx] >= 0,
+        a.sera[vx] < era2,
+        keyOf(a.rec[vx]) == target,
+        p <= a.pos[vx],
+    )
+    flag3 = z3.Or(a.flag3, z3.And(kept_div, target != k, voids_some))
 
     st.univ_s.append(voided)
     E_div = z3.If(kept_div, z3.Store(a.E, k, p), a.E)
@@ -734,11 +896,26 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         "X": op2.X,
         "da": da4,
     }
+    sv_new: dict[str, z3.ExprRef] = {"G": G_sv}
+    names: tuple[str, ...] = VIEW
+    if o.outcome:
+        names = (*VIEW, *OUTCOME)
+
+        def ghost(ff: z3.ArrayRef) -> z3.ArrayRef:
+            after, _ = run(plan, ff[k][p], cd)
+            return z3.If(kept, z3.Store(ff, k, z3.Store(ff[k], p + 1, after)), ff)
+
+        live_view["M"] = z3.If(acc, z3.Store(op2.M, k, mem), op2.M)
+        live_view["FM"] = z3.If(acc, z3.Store(op2.FM, k, ff_after), op2.FM)
+        live_view["OE"] = z3.If(acc, z3.Store(op2.OE, k, z3.And(op2.OE[k], same)), op2.OE)
+        live_view["FF"] = ghost(op2.FF)
+        sv_new["FF"] = ghost(sv1.FF)
+        c.append(z3.If(acc, rd, a.rd) == b.rd)
     for name, new in live_view.items():
         c.append(z3.Implies(b.up, getattr(b.op, name) == new))
     c.append(b.op.marker == op2.marker)
-    for name in VIEW:
-        c.append(getattr(b.sv, name) == (G_sv if name == "G" else getattr(sv1, name)))
+    for name in names:
+        c.append(getattr(b.sv, name) == sv_new.get(name, getattr(sv1, name)))
     news = (pres, rec, ver, pos, ent, tim, void, pre, sera, ordf)
     for name, new in zip(STORE, news, strict=True):
         old = getattr(a, name)
@@ -755,6 +932,8 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         c.append(z3.If(acc, recd, a.recd) == b.recd)
         c.append(z3.If(acc, divd, a.divd) == b.divd)
         c.append(b.flag2 == z3.If(acc, flag2, a.flag2))
+    if o.isolation:
+        c.append(b.flag3 == z3.If(div, flag3, a.flag3))
     return st
 
 
@@ -776,6 +955,7 @@ def initial(st: OState) -> list[z3.BoolRef]:
         st.recd == z3.K(INT, z3.K(INT, z3.IntVal(-1))),
         st.divd == z3.K(INT, z3.K(INT, z3.IntVal(-1))),
         z3.Not(st.flag2),
+        z3.Not(st.flag3),
     ]
     for v in (st.op, st.sv):
         out += [
@@ -785,6 +965,10 @@ def initial(st: OState) -> list[z3.BoolRef]:
             v.ee == z3.K(INT, z3.IntVal(0)),
             v.da == z3.K(INT, z3.IntVal(-1)),
             z3.K(INT, z3.K(INT, NO_CODE)) == v.X,
+            z3.K(INT, z3.IntVal(0)) == v.M,
+            z3.K(INT, z3.IntVal(0)) == v.FM,
+            z3.K(INT, z3.BoolVal(True)) == v.OE,
+            z3.K(INT, z3.K(INT, z3.IntVal(0))) == v.FF,
         ]
     return out
 
@@ -834,6 +1018,9 @@ POINTWISE = (
     "expected is order",
     "no later divergence",
     "divergences in the past",
+    "ghost memory chain op",
+    "ghost memory chain sv",
+    "ghost memories agree",
 )
 
 
@@ -934,6 +1121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mode", default="manual", choices=("manual", "quant"))
     ap.add_argument("--drop", default="", help="comma list of facts to leave out")
     ap.add_argument("--safeguard", action="store_true", help="also divergence-safeguard")
+    ap.add_argument("--isolation", action="store_true", help="also key-isolation")
+    ap.add_argument(
+        "--outcome", action="store_true", help="also equivalent-outcome (entries 1 or 2)"
+    )
     ap.add_argument("--whole", action="store_true", help="one query for all facts")
     ap.add_argument(
         "--fresh", action="store_true", help="one fresh solver per fact (default: push / pop)"
@@ -942,6 +1133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout", type=positive_int, default=120, help="seconds per query")
     ap.add_argument("--quiet", action="store_true", help="only the totals")
     args = ap.parse_args(argv)
+    if args.outcome and args.entries > 2:
+        ap.error("--outcome: --entries must be 1 (stateful) or 2 (chain)")
     drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
     known = fact_names()
     unknown = [d for d in drop if d not in known]
@@ -957,11 +1150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             drop=drop,
             incremental=not args.fresh,
             safeguard=args.safeguard,
+            isolation=args.isolation,
+            outcome=args.outcome,
         )
         label = (
             f"n={'none' if n is None else n} keys={args.keys} entries={o.entries} "
             f"mode={o.mode} "
             + ("+safeguard " if o.safeguard else "")
+            + ("+isolation " if o.isolation else "")
+            + ("+outcome " if o.outcome else "")
             + f"variant={o.variant or 'ordered'}"
             + (f" drop={','.join(o.drop)}" if o.drop else "")
         )

@@ -70,6 +70,48 @@ def test_divergence_safeguard_facts_are_kept() -> None:
     assert not_kept(rows) == {}
 
 
+#: the facts of key-isolation and equivalent-outcome (``--isolation --outcome``)
+NEW_FACTS = (
+    "key isolation",
+    "valid ahead reads ghost op",
+    "valid ahead reads ghost sv",
+    "ghost memory op",
+    "ghost memory sv",
+    "ghost memory chain op",
+    "ghost memory chain sv",
+    "ghost memories agree",
+    "saved outcome",
+    "equivalent outcome",
+)
+
+#: per broken variant of key-isolation or equivalent-outcome, a fact its step does not keep
+NEW_BROKEN = {
+    "every-key": "key isolation",
+    "forget-memory": "equivalent outcome",
+    "other-reads": "valid ahead reads ghost sv",
+}
+
+
+def test_key_isolation_and_equivalent_outcome_facts_are_kept() -> None:
+    o = po.Options(isolation=True, outcome=True, only=NEW_FACTS)
+    rows = po.check_step(o, TIMEOUT_MS)
+    assert {name for name, _, _ in rows} == set(NEW_FACTS)
+    assert not_kept(rows) == {}
+
+
+@pytest.mark.parametrize("variant", sorted(NEW_BROKEN))
+def test_broken_isolation_or_outcome_gets_a_counterexample(variant: str) -> None:
+    fact = NEW_BROKEN[variant]
+    isolation = variant == "every-key"
+    o = po.Options(isolation=isolation, outcome=not isolation, variant=variant, only=(fact,))
+    assert not_kept(po.check_step(o, TIMEOUT_MS)) == {fact: "sat"}
+
+
+def test_without_the_live_ghost_memory_chain_the_saved_one_fails() -> None:
+    o = po.Options(outcome=True, drop=("ghost memory chain op",), only=("ghost memory chain sv",))
+    assert not_kept(po.check_step(o, TIMEOUT_MS)) == {"ghost memory chain sv": "sat"}
+
+
 @pytest.mark.parametrize("variant", sorted(BROKEN))
 def test_broken_variants_get_a_counterexample_to_induction(variant: str) -> None:
     fact = BROKEN[variant]
@@ -100,6 +142,7 @@ def test_a_model_without_the_scan_is_caught_by_the_refinement_check() -> None:
         ("step", ["--variant", "nope"], "argument --variant: invalid choice: 'nope'"),
         ("step", ["--drop", "nosuch"], "--drop: no fact named 'nosuch'"),
         ("step", ["--entries", "x"], "argument --entries: expected a whole number, got 'x'"),
+        ("step", ["--outcome", "--entries", "3"], "--outcome: --entries must be 1"),
         ("refine", ["--bound", "inputs=x"], "bound: inputs: expected an integer"),
         ("refine", ["--random", "-2"], "argument --random: expected a whole number, 0 or more"),
     ],
