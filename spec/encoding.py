@@ -154,6 +154,8 @@ class Found:
     prefix: Sym
     reads: tuple[Sym, ...]
     time: Sym
+    #: the slot found (-1: none); the encoding does not use it (a refinement check does)
+    index: Sym = -1
 
 
 @define
@@ -403,6 +405,7 @@ class Machine:
             found.prefix = lg.ite(m, s.prefix, found.prefix)
             found.reads = tuple(lg.ite(m, a, b) for a, b in zip(s.reads, found.reads, strict=True))
             found.time = lg.ite(m, s.time, found.time)
+            found.index = lg.ite(m, s.index, found.index)
         return found
 
     def invalidate(

@@ -1136,14 +1136,14 @@ class Step:
         return [*self.premises, *(goal for _, goal in self.goals)]
 
 
-def build_step(
-    contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str]
-) -> Step:
-    """The check of micro-step ``t`` for ``properties`` (see the module's docstring)."""
-    solver = z3.Solver()
-    premises: list[Any] = []
+def symbolic_machine(
+    contract: Contract, agent: str, bound: Bound, premises: list[Any]
+) -> enc.Machine:
+    """The machine of a step check: a symbolic shape of the bound (its assumptions are
+    added to ``premises``), the environment :func:`_env`, the bound's budgets, at most
+    one checkpoint between two restores."""
     shape = enc.symbolic_shape(bound, premises.append)
-    m = enc.Machine(
+    return enc.Machine(
         contract,
         agent,
         bound,
@@ -1153,6 +1153,79 @@ def build_step(
         enc.first_budget(contract, bound),
         one_checkpoint=True,
     )
+
+
+def symbolic_start(
+    m: enc.Machine,
+    bound: Bound,
+    t: int,
+    properties: Sequence[str],
+    fresh: Callable[[Sym, str], Any],
+) -> list[Sym]:
+    """Make ``m``'s state the fully symbolic start of micro-step ``t`` (``t`` > 0): every
+    cell of the operator, the checkpoint and the world, every store slot of the epochs
+    up to that of ``t - 1`` and the invalidation marks (:func:`marks_before`) become
+    fresh constants, every earlier tick lies below :data:`BASE` and the step's ticks
+    count from it. Gives the assumptions about that start: the ticks, no flag of
+    ``properties`` set, the basic facts of the epoch of ``t - 1``."""
+    contract = m.contract
+    keys, n = m.k, m.n
+    pre: list[Sym] = []
+    before = m.epoch_of(t - 1)
+    for label, cells in (("op", m.op), ("world", m.world), ("saved", m.saved)):
+        for index in list(cells.values):
+            cells.values[index] = fresh(cells.values[index], f"{label}{index}")
+    for s in m.slots:
+        if s.epoch > before:
+            continue
+        tag = f"slot{s.index}."
+        s.present = fresh(False, tag + "present")
+        s.position = fresh(0, tag + "position")
+        s.version = fresh(0, tag + "version")
+        s.reads = tuple(fresh(lg.NONE, tag + "read") for _ in s.reads)
+        s.writes = {f: fresh(lg.NONE, tag + f"write{f}") for f in s.writes}
+        s.output = fresh(lg.NONE, tag + "output")
+        s.order = fresh(False, tag + "order")
+        s.voided = fresh(False, tag + "voided")
+        s.prefix = fresh(lg.NONE, tag + "prefix")
+        s.time = fresh(0, tag + "time")
+        pre.append(lg.implies(s.present, lg.and_(lg.le(0, s.time), lg.lt(s.time, BASE))))
+    for _ in range(marks_before(contract, bound, t)):
+        mark = enc.InvalidationMark(
+            fresh(False, "mark"), fresh(0, "mark-key"), fresh(0, "mark-time")
+        )
+        m.marks.append(mark)
+        pre.append(
+            lg.implies(
+                mark.present,
+                lg.and_(
+                    lg.le(0, mark.time),
+                    lg.lt(mark.time, BASE),
+                    lg.le(0, mark.key),
+                    lg.lt(mark.key, keys),
+                ),
+            )
+        )
+    m.time = BASE
+    m.decode.append({"padding": fresh(False, "padding")})
+    w = m.world
+    pre += [lg.not_(m.monitors.broken(p)) for p in properties]
+    pre += _basic(m, before)
+    for k in range(keys):
+        for q in range(n):
+            pre.append(lg.lt(w.cell("diverged", k, q), BASE))
+    for view in (m.op, m.saved):
+        pre += [lg.le(0, view["marker"]), lg.le(view["marker"], BASE)]
+    return pre
+
+
+def build_step(
+    contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str]
+) -> Step:
+    """The check of micro-step ``t`` for ``properties`` (see the module's docstring)."""
+    solver = z3.Solver()
+    premises: list[Any] = []
+    m = symbolic_machine(contract, agent, bound, premises)
     fresh = _Fresh()
     n, keys = m.n, m.k
     epoch = m.epoch_of(t)
@@ -1190,51 +1263,8 @@ def build_step(
                 ghosts.memory[v][k][0] = m.op.cell("memory", k, 0)
     else:
         before = m.epoch_of(t - 1)
-        for label, cells in (("op", m.op), ("world", m.world), ("saved", m.saved)):
-            for index in list(cells.values):
-                cells.values[index] = fresh(cells.values[index], f"{label}{index}")
-        for s in m.slots:
-            if s.epoch > before:
-                continue
-            tag = f"slot{s.index}."
-            s.present = fresh(False, tag + "present")
-            s.position = fresh(0, tag + "position")
-            s.version = fresh(0, tag + "version")
-            s.reads = tuple(fresh(lg.NONE, tag + "read") for _ in s.reads)
-            s.writes = {f: fresh(lg.NONE, tag + f"write{f}") for f in s.writes}
-            s.output = fresh(lg.NONE, tag + "output")
-            s.order = fresh(False, tag + "order")
-            s.voided = fresh(False, tag + "voided")
-            s.prefix = fresh(lg.NONE, tag + "prefix")
-            s.time = fresh(0, tag + "time")
-            pre.append(lg.implies(s.present, lg.and_(lg.le(0, s.time), lg.lt(s.time, BASE))))
-        for _ in range(marks_before(contract, bound, t)):
-            mark = enc.InvalidationMark(
-                fresh(False, "mark"), fresh(0, "mark-key"), fresh(0, "mark-time")
-            )
-            m.marks.append(mark)
-            pre.append(
-                lg.implies(
-                    mark.present,
-                    lg.and_(
-                        lg.le(0, mark.time),
-                        lg.lt(mark.time, BASE),
-                        lg.le(0, mark.key),
-                        lg.lt(mark.key, keys),
-                    ),
-                )
-            )
+        pre = symbolic_start(m, bound, t, properties, fresh)
         ghosts.marks = list(m.marks)
-        m.time = BASE
-        m.decode.append({"padding": fresh(False, "padding")})
-        w = m.world
-        pre += [lg.not_(m.monitors.broken(p)) for p in properties]
-        pre += _basic(m, before)
-        for k in range(keys):
-            for q in range(n):
-                pre.append(lg.lt(w.cell("diverged", k, q), BASE))
-        for view in (m.op, m.saved):
-            pre += [lg.le(0, view["marker"]), lg.le(view["marker"], BASE)]
         assumed = invariant(m, ghosts, before, properties, BASE)
         pre += [fact for _, fact in assumed]
     _track(m, ghosts)
@@ -1551,5 +1581,7 @@ __all__ = [
     "prove",
     "step_classes",
     "step_formula",
+    "symbolic_machine",
+    "symbolic_start",
     "unsupported",
 ]

@@ -331,6 +331,28 @@ def bounds(st: State, s: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.Boo
 
 
 @dataclass
+class Choice:
+    """An existential variable of the step whose value a refinement check may pick
+    itself: the first value of a finite domain (``"slot"``: slot ids, ``"position"``:
+    positions) that satisfies ``wanted``, and ``found`` (if any) = whether one does."""
+
+    var: z3.ArithRef
+    domain: str
+    wanted: SlotPred
+    found: z3.BoolRef | None = None
+
+
+@dataclass
+class Defined:
+    """A fresh array of the step, equal to ``old`` except where ``value`` says (a
+    universal of the step defines it slot by slot: ``array[x] == value(x)``)."""
+
+    array: z3.ArrayRef
+    old: z3.ArrayRef
+    value: SlotPred
+
+
+@dataclass
 class Step:
     """The transition relation and the terms it introduces."""
 
@@ -344,30 +366,85 @@ class Step:
     fresh: list[z3.ArithRef] = field(default_factory=list)
     #: per entry of the plan: the input reuses a saved completion (and it is kept)
     reused: list[z3.BoolRef] = field(default_factory=list)
+    #: the state after the step, as terms of the state before and of the step's own
+    #: variables; its ``now`` is the step's last tick (the state after has ``now`` at or
+    #: after it)
+    post: State | None = None
+    #: the step's own (existentially quantified) variables, by name, in the order made
+    witnesses: dict[str, z3.ExprRef] = field(default_factory=dict)
+    #: the step's ticks in order, each with its role (``checkpoint``, ``deliver``,
+    #: ``accept``, then per entry ``lookupE``, ``invalidateE``, ``toolE``, ``saveE``)
+    ticks: list[tuple[str, z3.ArithRef]] = field(default_factory=list)
+    #: the witnesses a refinement check may pick by their meaning
+    choices: list[Choice] = field(default_factory=list)
+    #: the fresh arrays the step defines slot by slot
+    defined: list[Defined] = field(default_factory=list)
+
+    def var(self, name: str, sort: z3.SortRef) -> z3.ExprRef:
+        """A new variable of the step, recorded among the witnesses."""
+        x = z3.Const(name, sort)
+        self.witnesses[name] = x
+        return x
 
 
 def step(a: State, b: State, o: Options, tag: str = "") -> Step:
     """``b`` is ``a`` after one micro-step; ``tag`` prefixes the names of the step's own
     variables (one per step of an unrolling)."""
+    st = transition(a, o, tag)
+    assert st.post is not None
+    st.cons += frame(b, st.post)
+    return st
+
+
+def frame(b: State, post: State) -> list[z3.BoolRef]:
+    """The state ``b`` is the step's state after (``post``)."""
+    return [
+        b.op.nxt == post.op.nxt,
+        post.op.H == b.op.H,
+        post.op.G == b.op.G,
+        b.op.marker == post.op.marker,
+        b.sv.nxt == post.sv.nxt,
+        b.sv.H == post.sv.H,
+        post.sv.G == b.sv.G,
+        b.sv.marker == post.sv.marker,
+        *(getattr(b, name) == getattr(post, name) for name in STORE),
+        b.up == post.up,
+        b.now >= post.now,  # the last tick of the step (a write's, or later)
+        b.era == post.era,
+        b.flag == post.flag,
+        b.recd == post.recd,
+        b.divd == post.divd,
+        b.flag2 == post.flag2,
+    ]
+
+
+#: the store's arrays (fields of :class:`State`)
+STORE = ("pres", "rec", "ver", "pos", "ent", "tim", "void", "pre", "sera")
+
+
+def transition(a: State, o: Options, tag: str = "") -> Step:
+    """One micro-step from ``a``: the constraints on the step's own variables and the
+    state after, as terms (``Step.post``); see :func:`step`."""
     st = Step()
     c = st.cons
     # the move
-    ckpt = z3.Bool(f"{tag}move.checkpoint")
-    main = z3.Int(f"{tag}move.main")  # 0 deliver, 1 restore, 2 plain crash, 3 nothing
+    ckpt = st.var(f"{tag}move.checkpoint", BOOL)
+    main = st.var(f"{tag}move.main", INT)  # 0 deliver, 1 restore, 2 plain crash, 3 nothing
     c.append(z3.And(main >= 0, main <= 3))
     c.append(z3.Implies(z3.Or(main == 0, ckpt), a.up))  # only an operator that is up
     # ticks: fresh, each larger than the one before (the machine only compares them)
     last = [a.now]
 
-    def tick() -> z3.ArithRef:
-        t = z3.Int(f"{tag}tick{len(last)}")
+    def tick(role: str) -> z3.ArithRef:
+        t = st.var(f"{tag}tick{len(last)}", INT)
         c.append(last[-1] < t)
         last.append(t)
+        st.ticks.append((role, t))
         return t
 
     # checkpoint: saved := op, marker moved forward (see SIMPLIFIED), then its tick
-    m1 = z3.Int(f"{tag}ckpt.marker")
-    tck = tick()
+    m1 = st.var(f"{tag}ckpt.marker", INT)
+    tck = tick("checkpoint")
     c.append(z3.Implies(ckpt, z3.And(a.op.marker <= m1, m1 <= tck)))
     marker1 = z3.If(ckpt, m1, a.op.marker)
     op1 = View(a.op.nxt, a.op.H, a.op.G, marker1)
@@ -377,10 +454,10 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
         z3.If(ckpt, a.op.G, a.sv.G),
         z3.If(ckpt, marker1, a.sv.marker),
     )
-    tick()  # deliver
+    tick("deliver")
     # -- deliver and accept --------------------------------------------------------------
     acc = main == 0
-    r, v = z3.Int(f"{tag}acc.record"), z3.Int(f"{tag}acc.version")
+    r, v = st.var(f"{tag}acc.record", INT), st.var(f"{tag}acc.version", INT)
     c.append(z3.Implies(acc, z3.And(r >= 0, z3.Or(v == 0, v == 1))))
     if o.n is not None:
         c.append(z3.Implies(acc, r < o.n))
@@ -391,7 +468,7 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
     p = op1.nxt[k]
     st.positions.append(p)
     prefix = op1.H[k]
-    cut = z3.Int(f"{tag}acc.cut")
+    cut = st.var(f"{tag}acc.cut", INT)
     c.append(cut >= -1)
     eff: z3.ArithRef = z3.IntVal(0)
 
@@ -407,7 +484,7 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
         G_sv = sv1.G
     else:
         G_sv = z3.If(kept, z3.Store(sv1.G, k, z3.Store(sv1.G[k], p, cd)), sv1.G)
-    t_acc = tick()  # accept (the tick of the monitor's accept event)
+    t_acc = tick("accept")  # the tick of the monitor's accept event
     # divergence-safeguard: a different input at a position accepted before
     before = a.recd[k][p]
     diverges = z3.And(kept, before != -1, before != cd)
@@ -444,8 +521,9 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
                 parts.append(pos[s] == p)
             return z3.And(*parts)
 
-        hit, w = z3.Bool(f"{tag}find{e}.hit"), z3.Int(f"{tag}find{e}.witness")
+        hit, w = st.var(f"{tag}find{e}.hit", BOOL), st.var(f"{tag}find{e}.witness", INT)
         st.slots.append(w)
+        st.choices.append(Choice(w, "slot", match, hit))
         c.append(z3.Implies(hit, match(w)))
 
         def no_match(s: z3.ArithRef, hit: z3.BoolRef = hit, match: SlotPred = match) -> z3.BoolRef:
@@ -457,19 +535,31 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
         if o.hist == "point":
             # a stale reuse differs from the history at some position d (free: the query
             # asks whether one exists)
-            d = z3.Int(f"{tag}find{e}.diff")
+            d = st.var(f"{tag}find{e}.diff", INT)
             st.positions.append(d)
-            stale = pre[w][d] != prefix[d]
+
+            def differs(q: z3.ArithRef, pre: z3.ArrayRef = pre, w: z3.ArithRef = w) -> z3.BoolRef:
+                return pre[w][q] != prefix[q]
+
+            st.choices.append(Choice(d, "position", differs))
+            stale = differs(d)
         else:
             stale = pre[w] != prefix
         flag = z3.Or(flag, z3.And(reused, stale))
         if o.safeguard:
             # a divergence at or before the position after the save (free position d2)
-            d2 = z3.Int(f"{tag}find{e}.diverged")
+            d2 = st.var(f"{tag}find{e}.diverged", INT)
             st.positions.append(d2)
-            later = z3.Or(tim[w] < -1, z3.And(d2 <= p, tim[w] < divd[k][d2]))
+
+            def after_save(
+                q: z3.ArithRef, tim: z3.ArrayRef = tim, w: z3.ArithRef = w
+            ) -> z3.BoolRef:
+                return z3.And(q <= p, tim[w] < divd[k][q])
+
+            st.choices.append(Choice(d2, "position", after_save))
+            later = z3.Or(tim[w] < -1, after_save(d2))
             flag2 = z3.Or(flag2, z3.And(reused, later))
-        tick()
+        tick(f"lookup{e}")
         miss = z3.And(acc, z3.Not(hit))
         if o.variant not in ("no-divergence-check", "stable-id"):
 
@@ -493,8 +583,9 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
             ) -> z3.BoolRef:
                 return z3.And(valid_now(s), sera[s] < a.era, voids(s))
 
-            some, u = z3.Bool(f"{tag}inv{e}.some"), z3.Int(f"{tag}inv{e}.witness")
+            some, u = st.var(f"{tag}inv{e}.some", BOOL), st.var(f"{tag}inv{e}.witness", INT)
             st.slots.append(u)
+            st.choices.append(Choice(u, "slot", voidable, some))
             c.append(z3.Implies(some, voidable(u)))
 
             def none_voidable(
@@ -506,7 +597,7 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
             happens = z3.And(miss, some)
             kept_inv = z3.And(happens, live(eff))
             eff = eff + z3.If(happens, 1, 0)
-            tick()
+            tick(f"invalidate{e}")
 
             def voided(
                 x: z3.ArithRef,
@@ -520,7 +611,8 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
 
             if o.hist == "point":
                 # a fresh array, defined slot by slot (a universal of the step)
-                new_void = z3.Array(f"{tag}inv{e}.void", INT, BOOL)
+                new_void = st.var(f"{tag}inv{e}.void", z3.ArraySort(INT, BOOL))
+                st.defined.append(Defined(new_void, void, voided))
 
                 def defines(
                     x: z3.ArithRef, nv: z3.ArrayRef = new_void, voided: SlotPred = voided
@@ -534,15 +626,15 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
                 void = z3.Lambda([x], voided(x))
         # one tool call
         eff = eff + z3.If(miss, 1, 0)
-        tick()
+        tick(f"tool{e}")
         # the save, into a fresh slot
         saved = z3.And(miss, live(eff))
         eff = eff + z3.If(miss, 1, 0)
-        sid = z3.Int(f"{tag}save{e}.slot")
+        sid = st.var(f"{tag}save{e}.slot", INT)
         c.append(z3.Not(pres[sid]))
         st.slots.append(sid)
         st.fresh.append(sid)
-        now = tick()  # the save
+        now = tick(f"save{e}")
         pres = z3.Store(pres, sid, saved)
         rec, ver, pos = z3.Store(rec, sid, r), z3.Store(ver, sid, v), z3.Store(pos, sid, p)
         ent, tim = z3.Store(ent, sid, e), z3.Store(tim, sid, now)
@@ -555,25 +647,24 @@ def step(a: State, b: State, o: Options, tag: str = "") -> Step:
     # reached by the end of the step, and ends it
     c.append(z3.Implies(cut >= 0, z3.And(z3.Or(acc, rest), cut <= eff)))
     reached = z3.And(z3.Or(acc, rest), cut >= 0)
-    c.append(b.op.nxt == z3.If(rest, sv1.nxt, z3.If(acc, nxt_op, op1.nxt)))
-    c.append(z3.If(rest, sv1.H, z3.If(acc, H_op, op1.H)) == b.op.H)
-    c.append(z3.If(rest, sv1.G, z3.If(acc, G_op, op1.G)) == b.op.G)
-    c.append(b.op.marker == z3.If(rest, sv1.marker, op1.marker))
-    c.append(b.sv.nxt == sv1.nxt)
-    c.append(b.sv.H == sv1.H)
-    c.append(z3.If(acc, G_sv, sv1.G) == b.sv.G)
-    c.append(b.sv.marker == sv1.marker)
-    store = ("pres", "rec", "ver", "pos", "ent", "tim", "void", "pre", "sera")
-    news = (pres, rec, ver, pos, ent, tim, void, pre, sera)
-    for name, new in zip(store, news, strict=True):
-        c.append(getattr(b, name) == z3.If(acc, new, getattr(a, name)))
-    c.append(b.up == z3.If(reached, False, z3.If(rest, True, z3.If(crash, False, a.up))))
-    c.append(b.now >= last[-1])  # the last tick of the step (a write's, or later)
-    c.append(b.era == z3.If(rest, a.era + 1, a.era))
-    c.append(b.flag == flag)
-    c.append(b.recd == z3.If(acc, recd, a.recd))
-    c.append(b.divd == z3.If(acc, divd, a.divd))
-    c.append(b.flag2 == z3.If(acc, flag2, a.flag2))
+    news = dict(zip(STORE, (pres, rec, ver, pos, ent, tim, void, pre, sera), strict=True))
+    st.post = State(
+        View(
+            z3.If(rest, sv1.nxt, z3.If(acc, nxt_op, op1.nxt)),
+            z3.If(rest, sv1.H, z3.If(acc, H_op, op1.H)),
+            z3.If(rest, sv1.G, z3.If(acc, G_op, op1.G)),
+            z3.If(rest, sv1.marker, op1.marker),
+        ),
+        View(sv1.nxt, sv1.H, z3.If(acc, G_sv, sv1.G), sv1.marker),
+        **{name: z3.If(acc, new, getattr(a, name)) for name, new in news.items()},
+        up=z3.If(reached, False, z3.If(rest, True, z3.If(crash, False, a.up))),
+        now=last[-1],
+        era=z3.If(rest, a.era + 1, a.era),
+        flag=flag,
+        recd=z3.If(acc, recd, a.recd),
+        divd=z3.If(acc, divd, a.divd),
+        flag2=z3.If(acc, flag2, a.flag2),
+    )
     return st
 
 
