@@ -21,7 +21,10 @@ formula by formula (:func:`step_formula`). The ticks of the step are counted fro
 so that renames no run.
 
 The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIES`;
-:func:`unsupported` says which rules a contract lacks). Its main ghost is the
+:func:`unsupported` says which rules a contract lacks); every other contract that does
+not wait gets the *generic* invariant (:func:`generic`), which has only the delivery
+facts (and, for a lookup by reads, the outcome facts) and covers :data:`GENERIC`. The
+families' main ghost is the
 *recorded order* ``G[view][key][position]`` = (record, version), for the live state and
 the checkpoint's, written by every kept accept in both views, copied by a checkpoint
 and by a restore: every valid completion at or after its key's position is G's entry
@@ -59,6 +62,7 @@ from .agentterms import TAG_HISTORY, Plan, output_term, run_input, write_term
 from .bound import Bound
 from .cells import Cells
 from .logic import Sym
+from .properties import PROPERTIES
 
 #: The tick the symbolic start counts from: above every tick of an unrolling of the
 #: bounds ``verify`` accepts, and far below the encoding's sentinel ranks.
@@ -101,7 +105,8 @@ FAMILIES: dict[bool, dict[str, object]] = {
 
 
 def unsupported(contract: Contract) -> str:
-    """Why no invariant fits ``contract`` (empty when one does)."""
+    """Why neither family's invariant fits ``contract`` (empty when one does); a contract
+    that does not wait then gets the generic one (:func:`generic`)."""
     needs = FAMILIES[contract.wait]
     off = [
         f"{name}={getattr(contract, name)!r}"
@@ -116,9 +121,17 @@ def unsupported(contract: Contract) -> str:
         else "look up by position and invalidate one key durably on a miss, without waiting"
     )
     return (
-        f"the induction engine has an invariant only for contracts that {kind} "
+        f"the induction engine has a full invariant only for contracts that {kind} "
         f"({contract.name} has {', '.join(off)})"
     )
+
+
+def not_covered(contract: Contract, agent: str) -> str:
+    """Why :func:`inductive` attempts nothing for ``contract`` and ``agent``, in one line."""
+    if generic(contract):
+        covered = ", ".join(inductive(contract, agent, PROPERTIES))
+        return f"{unsupported(contract)}; its generic invariant covers only {covered}"
+    return unsupported(contract) or "no property it has an invariant for"
 
 
 def generic(contract: Contract) -> bool:
@@ -575,6 +588,18 @@ def _outcome_facts(
             )
 
 
+def counted(m: enc.Machine, view: Cells, key: int) -> Sym:
+    """Key ``key``'s position in ``view`` is the number of its accepted inputs."""
+    accepted = [lg.and_(view.cell("accepted", r), lg.eq(m.shape.key[r], key)) for r in range(m.n)]
+    return lg.eq(view.cell("next", key), lg.count(accepted))
+
+
+def accepted_below_offset(m: enc.Machine, view: Cells, record: int) -> Sym:
+    """An accepted input lies below its channel's offset in ``view``."""
+    offset = view.at("offset", m.shape.channel[record])
+    return lg.implies(view.cell("accepted", record), lg.lt(record, offset))
+
+
 def _delivery_facts(
     m: enc.Machine, views: Sequence[tuple[str, Cells, Sym]], add: Callable[[str, Sym], None]
 ) -> None:
@@ -584,18 +609,11 @@ def _delivery_facts(
     world, shape, keys, n = m.world, m.shape, m.k, m.n
     for name, view, guard in views:
         for k in range(keys):
-            accepted = [lg.and_(view.cell("accepted", r), lg.eq(shape.key[r], k)) for r in range(n)]
-            add(
-                f"count {name} {k}",
-                lg.implies(guard, lg.eq(view.cell("next", k), lg.count(accepted))),
-            )
+            add(f"count {name} {k}", lg.implies(guard, counted(m, view, k)))
         for r in range(n):
             offset = view.at("offset", shape.channel[r])
             lost = lg.and_(lg.eq(shape.mode[r], 1), lg.lt(r, world.at("high", shape.channel[r])))
-            add(
-                f"accepted below offset {name} {r}",
-                lg.implies(view.cell("accepted", r), lg.lt(r, offset)),
-            )
+            add(f"accepted below offset {name} {r}", accepted_below_offset(m, view, r))
             taken = view.cell("accepted", r)
             if m.contract.wait:  # delivered: accepted or waiting, not both
                 waiting = view.cell("waiting", r)
@@ -1571,13 +1589,16 @@ __all__ = [
     "INDUCTIVE",
     "ClassMismatch",
     "Outcome",
+    "accepted_below_offset",
     "build_step",
     "check_class",
     "class_of",
+    "counted",
     "generic",
     "inductive",
     "invariant",
     "members",
+    "not_covered",
     "prove",
     "step_classes",
     "step_formula",

@@ -333,8 +333,9 @@ def bounds(st: State, s: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.Boo
 @dataclass
 class Choice:
     """An existential variable of the step whose value a refinement check may pick
-    itself: the first value of a finite domain (``"slot"``: slot ids, ``"position"``:
-    positions) that satisfies ``wanted``, and ``found`` (if any) = whether one does."""
+    itself: a value of a finite domain (``"slot"``: slot ids, the last that fits;
+    ``"position"``: positions, the first) that satisfies ``wanted``, and ``found`` (if
+    any) = whether one does."""
 
     var: z3.ArithRef
     domain: str

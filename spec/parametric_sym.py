@@ -34,8 +34,10 @@ makes of them.
 the refinement needs: each history term has as many entries as its key's position (at
 most ``inputs``) with versions 0 or 1, a key's position counts its accepted inputs, an
 accepted input lies below its channel's offset, a slot written in the current epoch
-lies below its key's position and its input is accepted, an absent slot is not voided,
-and :func:`.induction._basic`. They are asked after the step like the refinement.
+lies below its key's position and its input is accepted, a present slot's prefix has
+as many entries as its position with versions 0 or 1, an absent slot is not voided,
+there is no volatile invalidation, and :func:`.induction._basic`. They are asked after
+the step like the refinement.
 
 The query of a micro-step class is quantifier-free. The model's universals before the
 step (the facts of ``Inv`` in :data:`NEEDED`, and the global ones) are instantiated at
@@ -81,21 +83,18 @@ from . import encoding as enc
 from . import induction as ind
 from . import logic as lg
 from . import parametric as ps
-from .agentterms import Plan, history_term
+from .agentterms import history_term
 from .bound import Bound, BoundError, parse
 from .logic import Sym
 from .monitors import flag
-
-#: the factor from the machine's ticks to the model's (room for the model's extra ticks)
-SCALE = 100
+from .parametric import Rows
+from .parametric_refine import SCALE, entries
 
 #: the monitors the model has
 STALE, SAFEGUARD = "no-stale-reuse", "divergence-safeguard"
 
 T = lg.Term
 Fact = tuple[str, Sym]
-#: a query's answers: (what, "sat" / "unsat" / "unknown", seconds)
-Rows = list[tuple[str, str, float]]
 
 
 def scaled(x: Sym) -> Any:
@@ -135,7 +134,7 @@ def well_formed(h: Sym, length: Sym, n: int) -> Sym:
 
 def extensional(x: Sym, y: Sym, length: Sym, n: int) -> z3.BoolRef:
     """Two well-formed history terms of the same length are equal exactly when their
-    arrays are (a lemma, proved by :func:`check_lemma`; an instance of it at ``x``,
+    arrays are (a lemma, proved by :func:`check_lemmas`; an instance of it at ``x``,
     ``y``)."""
     both = lg.lift_bool(lg.and_(well_formed(x, length, n), well_formed(y, length, n)))
     equal = z3.And(
@@ -281,23 +280,16 @@ def versions(h: Sym, length: Sym, n: int) -> Sym:
 
 def basic(m: enc.Machine, epoch: int) -> list[Fact]:
     """``B``: facts of the machine's state in ``epoch`` (see the module's docstring)."""
-    n, shape, up = m.n, m.shape, m.world["up"]
+    n, up = m.n, m.world["up"]
     out: list[Fact] = [(f"basic {i}", b) for i, b in enumerate(ind._basic(m, epoch))]
     for name, view, guard in (("op", m.op, up), ("saved", m.saved, True)):
         for k in range(m.k):
             h, nxt = view.cell("history", k), view.cell("next", k)
             out.append((f"history length {name} {k}", lg.implies(guard, ind._length_is(h, nxt, n))))
             out.append((f"history versions {name} {k}", lg.implies(guard, versions(h, nxt, n))))
-            accepted = [lg.and_(view.cell("accepted", r), lg.eq(shape.key[r], k)) for r in range(n)]
-            out.append((f"count {name} {k}", lg.implies(guard, lg.eq(nxt, lg.count(accepted)))))
+            out.append((f"count {name} {k}", lg.implies(guard, ind.counted(m, view, k))))
         for r in range(n):
-            offset = view.at("offset", shape.channel[r])
-            out.append(
-                (
-                    f"accepted below offset {name} {r}",
-                    lg.implies(view.cell("accepted", r), lg.lt(r, offset)),
-                )
-            )
+            out.append((f"accepted below offset {name} {r}", ind.accepted_below_offset(m, view, r)))
     for s in m.slots:
         volatile = [m.op.cell("volatile-voided", s.index), m.saved.cell("volatile-voided", s.index)]
         out.append((f"no volatile void {s.index}", lg.not_(lg.or_(*volatile))))
@@ -554,8 +546,7 @@ def invariant(m: enc.Machine, a: ps.State, o: ps.Options) -> list[z3.BoolRef]:
 
 def options(agent: str, safeguard: bool, variant: str = "") -> ps.Options:
     """The model's options for ``agent``'s plan."""
-    entries = len(Plan.of(AGENTS[agent]).entries)
-    return ps.Options(entries=entries, safeguard=safeguard, variant=variant)
+    return ps.Options(entries=entries(agent), safeguard=safeguard, variant=variant)
 
 
 def build(contract: Contract, agent: str, bound: Bound, t: int, o: ps.Options) -> Check:
@@ -623,23 +614,7 @@ def group(name: str) -> str:
     return "views"
 
 
-#: how a query is solved: ``incremental`` (one solver per class, a push and pop per
-#: query) or ``tactic`` (a fresh solver per query that first simplifies and eliminates
-#: the equalities, which an incremental solver does not)
-SOLVERS = ("incremental", "tactic")
-
-
-def _solver(how: str, timeout_ms: int) -> z3.Solver:
-    if how == "tactic":
-        tactic = z3.Then("simplify", "propagate-values", "solve-eqs", "smt")
-        solver = tactic.solver()
-    else:
-        solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
-    return solver
-
-
-def solve(check: Check, timeout_ms: int, premises: bool = False, how: str = "incremental") -> Rows:
+def solve(check: Check, timeout_ms: int, premises: bool = False) -> Rows:
     """Each group of goals' answer (:func:`group`); with ``premises``, first whether the
     premises can hold at all (``sat``: the other answers are not vacuous)."""
     groups: dict[str, list[tuple[str, Any]]] = {}
@@ -648,13 +623,11 @@ def solve(check: Check, timeout_ms: int, premises: bool = False, how: str = "inc
     asked: list[tuple[str, list[tuple[str, Any]]]] = list(groups.items())
     if premises:
         asked.insert(0, ("premises", []))
-    solver = _solver(how, timeout_ms)
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
     solver.add(*check.premises)
     rows: Rows = []
     for label, goals in asked:
-        if how == "tactic":
-            solver = _solver(how, timeout_ms)
-            solver.add(*check.premises)
         solver.push()
         solver.add(z3.Or(*(g for _, g in goals)) if goals else z3.BoolVal(True))
         t0 = time.perf_counter()

@@ -554,7 +554,7 @@ def _induction(
 
     attempted = induction.inductive(contract, agent, properties)
     if not attempted:
-        why = induction.unsupported(contract) or "no property it has an invariant for"
+        why = induction.not_covered(contract, agent)
         _say(f"{contract.name} / induction / {agent}: not tried: {why}")
         return {}, {}
     _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")

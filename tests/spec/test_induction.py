@@ -135,6 +135,22 @@ def test_invalidating_every_key_is_not_proved_by_the_generic_invariant() -> None
     assert "may set its flag" in outcome.failed["key-isolation"]
 
 
+def test_verify_says_what_the_generic_invariant_leaves_to_the_unrolling() -> None:
+    said: list[str] = []
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful")
+    results = verify_contract(
+        CONTRACTS["stable-id"],
+        bound,
+        ["divergence-safeguard"],
+        engine="induction",
+        progress=said.append,
+        workers=1,
+    )
+    assert [r.verdict for r in results] == ["counterexample"]
+    line = next(x for x in said if "not tried" in x)
+    assert "generic invariant covers only key-isolation, no-lost-input" in line
+
+
 def test_no_lost_input_rests_on_the_delivery_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(induction, "_delivery_facts", lambda *args: None)
     outcome = induction.prove(CONTRACTS["stable-id"], "stateful", SMALL, induction.GENERIC)
