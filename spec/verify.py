@@ -40,7 +40,7 @@ from replay_contract.model.scenario import Scenario, Step
 from . import encoding as enc
 from . import logic as lg
 from .bound import Bound
-from .properties import PROPERTIES, check, check_all
+from .properties import COMPLETE_REUSE, PROPERTIES, check, check_all
 
 VERDICTS = ("proved", "counterexample", "unknown")
 ENGINES = ("unrolling", "induction")
@@ -559,6 +559,20 @@ def _induction(
         return {}, {}
     _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")
     outcome = induction.prove(contract, agent, bound, attempted, timeout, _say)
+    extra = COMPLETE_REUSE
+    if extra in attempted and len(attempted) > 1 and not outcome.proved:
+        # complete-reuse's facts are the invariant's most delicate: when the invariant
+        # with them is not kept, the others may still be, without them
+        why = outcome.failed[extra]
+        _say(f"{contract.name} / induction / {agent}: {why}; again without {extra}'s facts")
+        rest = [p for p in attempted if p != extra]
+        again = induction.prove(contract, agent, bound, rest, timeout, _say)
+        outcome = induction.Outcome(
+            again.proved,
+            {**again.failed, extra: why},
+            outcome.seconds + again.seconds,
+            outcome.queries + again.queries,
+        )
     for prop, why in outcome.failed.items():
         _say(f"{contract.name} / {prop} / {agent}: not proved by induction ({why}); unrolling")
     share = outcome.seconds / len(attempted)

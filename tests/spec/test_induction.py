@@ -237,6 +237,24 @@ def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) 
     assert "may set its flag" in outcome.failed["complete-reuse"]
 
 
+def test_the_other_properties_are_tried_again_when_complete_reuses_facts_fail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # inputs=3,channels=2,keys=3,crashes=1 is such a bound: 'saved once still there'
+    # is not kept there, the other five properties are; here a false fact stands for it
+    monkeypatch.setattr(induction, "_reuse_facts", lambda m, ghosts, epoch, add: add("bad", False))
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful")
+    said: list[str] = []
+    results = verify_contract(ORDERED, bound, engine="induction", progress=said.append, workers=1)
+    by = {r.property: r for r in results}
+    assert all(r.verdict == "proved" for r in results)
+    assert by["complete-reuse"].engines == {"stateful": "unrolling"}
+    for p in PROPERTIES:
+        if p != "complete-reuse":
+            assert by[p].engines == {"stateful": "induction"}, p
+    assert any("again without complete-reuse's facts" in line for line in said)
+
+
 def test_a_forgetful_lookup_fails_the_facts_of_complete_reuse(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
