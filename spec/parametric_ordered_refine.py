@@ -14,9 +14,44 @@ hold. A micro-step the model cannot take is a place where the model is not an
 over-approximation of the machine. Ticks are scaled by :data:`.parametric_refine.SCALE`;
 the ghost ``era`` is computed alongside.
 
+With ``--isolation`` and ``--outcome`` (the model's options of the same names), the
+parts of the model they add are bound too: key-isolation's flag (the world's
+``broken:key-isolation``), and per view and key the memory (``memory``), the
+failure-free memory (``failure-free``) and outputs-equal (``outputs-equal``) cells of
+:mod:`.monitors`, and per present completion what it read (its ``reads``) and, as a
+check of the model's reading of a slot, its saved writes and output.
+
+**Agent terms.** The machine's memories and outputs are concrete terms of
+:mod:`.agentterms` (``write_term``, ``output_term``: a node tagged with the entry and
+the kind, over the input's record and version and what the entry read); the model's
+are applications of uninterpreted functions (:func:`.parametric_ordered.agent_term`).
+A concrete term is encoded through the *same* functions (:func:`encode`): ``NONE`` is 0
+(the model's initial memory), and a write or output node of entry ``e`` is
+``agent<e>.write(code)`` / ``agent<e>.write(code, m)`` / ``agent<e>.output(code, m)``
+of the input's code ``2 * record + version`` and the encoding of what it read. Alone
+this is too weak: the solver could interpret the functions non-injectively (e.g. every
+write as 0) and so equate terms the machine keeps apart, hiding a model that, say,
+forgets the memory. So the functions are made to behave as the free term algebra the
+machine uses, on the terms of the query: for every application ``f(x1, ..., xn)`` of an
+agent function in it (the model's and the encoded ones alike) the query says
+``tag(f(...)) = t_f`` (a number per function, and ``tag(0) = 0``) and ``proj_f_i(f(...)) =
+xi``, with fresh functions ``tag`` and ``proj_f_i`` (:func:`free_algebra`). Two
+different concrete terms are then different values (by induction on the terms: a
+different top function or ``NONE`` changes the tag, a different argument the
+projection), and every interpretation where the agent functions are injective with
+disjoint ranges not containing 0 (the machine's) satisfies these ground facts: so a
+micro-step that is a model step under the machine's interpretation passes, and one that
+passes is a model step under an interpretation that keeps the query's different terms
+apart. (Without these facts ``--variant forget-memory`` is not caught. Numbering the
+concrete terms and fixing the functions only where a concrete term occurs would be
+weaker: the model also applies them where the machine stores no term, e.g. to the
+failure-free run's outputs, and those values could collide.) Only one-field agents
+(``stateful``, ``chain``) are covered, as by the model's ``--outcome``.
+
 This is testing, not proof: it covers the runs it is given.
 
-Run: ``python -m replay_contract.spec.parametric_ordered_refine [--random N] [--bound ...]``.
+Run: ``python -m replay_contract.spec.parametric_ordered_refine [--random N] [--bound ...]
+[--isolation] [--outcome]``.
 """
 
 from __future__ import annotations
@@ -24,7 +59,7 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +70,14 @@ from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, Contract
 
 from . import encoding as enc
+from . import logic as lg
 from . import parametric_ordered as po
+from .agentterms import Plan
 from .bound import Bound, BoundError, parse
 from .monitors import flag
-from .parametric import INT, count, keyOf
+from .parametric import INT, code, count, keyOf
 from .parametric_refine import SCALE, codes, entries, hist_array
+from .properties import KEY_ISOLATION
 
 #: the default bound of the command line
 DEFAULT_BOUND = "inputs=2,channels=2,keys=1,crashes=1,agents=stateful"
@@ -80,6 +118,9 @@ def snapshot(m: enc.Machine) -> Snapshot:
                 for k in range(m.k)
             ],
             "da": [cells.cell("diverge-at", k) for k in range(m.k)],
+            "M": [cells.cell("memory", k, 0) for k in range(m.k)],
+            "FM": [cells.cell("failure-free", k, 0) for k in range(m.k)],
+            "OE": [bool(cells.cell("outputs-equal", k)) for k in range(m.k)],
         }
     slots = {}
     for s in m.slots:
@@ -93,12 +134,17 @@ def snapshot(m: enc.Machine) -> Snapshot:
             "void": bool(s.voided),
             "pre": codes(s.prefix) if s.present and s.kind == "completion" else None,
             "ord": bool(s.order),
+            "entry": s.entry,
+            "reads": s.reads,
+            "writes": dict(s.writes),
+            "output": s.output,
         }
     w = m.world
     return {
         "recorded": [[w.cell("recorded", k, q) for q in range(m.n)] for k in range(m.k)],
         "diverged": [[w.cell("diverged", k, q) for q in range(m.n)] for k in range(m.k)],
         "flag2": bool(w[flag("divergence-safeguard")]),
+        "flag3": bool(w[flag(KEY_ISOLATION)]),
         "views": views,
         "slots": slots,
         "up": bool(w["up"]) and bool(m.live()),
@@ -107,8 +153,77 @@ def snapshot(m: enc.Machine) -> Snapshot:
     }
 
 
-def bind(st: po.OState, snap: Snapshot, era: int, slot_era: dict[int, int]) -> list[z3.BoolRef]:
-    """The model's state ``st`` is the machine's snapshot ``snap``."""
+#: the number of the agent functions' tags that stands for ``NONE`` (the value 0)
+NONE_TAG = 0
+
+
+def encode(plan: Plan, term: Any) -> z3.ArithRef:
+    """A concrete memory value or output of :mod:`.agentterms` as a model value: through
+    the model's agent functions (``NONE`` is 0)."""
+    if term == lg.NONE:
+        return z3.IntVal(0)
+    _, tag, record, version, read, _ = term
+    index, fld = divmod(tag - 100, 32)
+    entry = plan.entries[index]
+    cd = z3.IntVal(code(record, version))
+    return po.agent_term(entry, "output" if fld == 31 else "write", cd, encode(plan, read))
+
+
+def agent_tags(plan: Plan) -> dict[str, int]:
+    """The tag of each agent function (the concrete terms' tags: spec/agentterms.py)."""
+    out = {}
+    for e in plan.entries:
+        out[f"agent{e.index}.write"] = 100 + 32 * e.index
+        out[f"agent{e.index}.output"] = 100 + 32 * e.index + 31
+    return out
+
+
+def applications(exprs: Sequence[z3.ExprRef], names: Container[str]) -> list[z3.ExprRef]:
+    """The applications of the functions named ``names`` in ``exprs`` (each once)."""
+    seen: set[int] = set()
+    out: list[z3.ExprRef] = []
+    todo = list(exprs)
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_quantifier(e):
+            todo.append(e.body())
+            continue
+        if not z3.is_app(e):
+            continue
+        if e.decl().name() in names:
+            out.append(e)
+        todo.extend(e.children())
+    return out
+
+
+def free_algebra(plan: Plan, exprs: Sequence[z3.ExprRef]) -> list[z3.BoolRef]:
+    """The agent functions are injective with disjoint ranges not containing 0, at every
+    application in ``exprs``: ``tag`` and projections (see the module's docstring)."""
+    tags = agent_tags(plan)
+    tag = z3.Function("term.tag", INT, INT)
+    out: list[z3.BoolRef] = [tag(z3.IntVal(0)) == NONE_TAG]
+    for app in applications(exprs, tags):
+        name = app.decl().name()
+        out.append(tag(app) == tags[name])
+        for i, arg in enumerate(app.children()):
+            out.append(z3.Function(f"term.{name}.{i}", INT, INT)(app) == arg)
+    return out
+
+
+def bind(
+    st: po.OState,
+    snap: Snapshot,
+    era: int,
+    slot_era: dict[int, int],
+    o: po.Options | None = None,
+) -> list[z3.BoolRef]:
+    """The model's state ``st`` is the machine's snapshot ``snap`` (with ``o.isolation``
+    and ``o.outcome``, also the parts of the model those add)."""
+    o = o or po.Options()
+    plan = po.plan_of(o)
     out: list[z3.BoolRef] = []
     for name in ("op", "sv"):
         v, data = getattr(st, name), snap["views"][name]
@@ -120,6 +235,12 @@ def bind(st: po.OState, snap: Snapshot, era: int, slot_era: dict[int, int]) -> l
             for q, c in enumerate(data["X"][k]):
                 row = z3.Store(row, q, c)
             out.append(v.X[k] == row)
+            if o.outcome:
+                out += [
+                    v.M[k] == encode(plan, data["M"][k]),
+                    v.FM[k] == encode(plan, data["FM"][k]),
+                    v.OE[k] == data["OE"][k],
+                ]
     pres = z3.K(INT, z3.BoolVal(False))
     for i, s in snap["slots"].items():
         if not s["pres"]:
@@ -137,6 +258,18 @@ def bind(st: po.OState, snap: Snapshot, era: int, slot_era: dict[int, int]) -> l
         ]
         if s["pre"] is not None:
             out.append(st.pre[i] == hist_array(s["pre"]))
+        if o.outcome and s["ent"] >= 0:
+            # what it read; its writes and output are the terms of its input and reads
+            entry = plan.entries[s["ent"]]
+            if entry.reads:
+                out.append(st.rd[i] == encode(plan, s["reads"][0]))
+            cd = z3.IntVal(code(s["rec"], s["ver"]))
+            for fld in entry.writes:
+                term = po.agent_term(entry, "write", cd, st.rd[i])
+                out.append(term == encode(plan, s["writes"][fld]))
+            if entry.output:
+                term = po.agent_term(entry, "output", cd, st.rd[i])
+                out.append(term == encode(plan, s["output"]))
     out.append(st.pres == pres)
     recd = z3.K(INT, z3.K(INT, z3.IntVal(-1)))
     divd = recd
@@ -147,6 +280,8 @@ def bind(st: po.OState, snap: Snapshot, era: int, slot_era: dict[int, int]) -> l
             dr = z3.Store(dr, q, y if y < 0 else SCALE * y)
         recd, divd = z3.Store(recd, k, ar), z3.Store(divd, k, dr)
     out += [st.recd == recd, st.divd == divd, st.flag2 == snap["flag2"]]
+    if o.isolation:
+        out.append(st.flag3 == snap["flag3"])
     out += [
         st.up == snap["up"],
         st.flag == snap["flag"],
@@ -197,7 +332,7 @@ def check_run(
         tr = po.step(a, b, o)
         assert tr.scan_end is not None
         hyps = list(tr.cons)
-        hyps += bind(a, before, era, slot_era) + bind(b, after, new_era, new_slot_era)
+        hyps += bind(a, before, era, slot_era, o) + bind(b, after, new_era, new_slot_era, o)
         hyps += [keyOf(r) == shape.key[r] for r in range(shape.inputs)]
         ids = [z3.IntVal(i) for i in before["slots"]] + tr.slots
         ks = keys + tr.keys
@@ -207,6 +342,8 @@ def check_run(
         hyps += [u(k, q) for u in tr.univ_kq for k in keys for q in qs]
         hyps += [u(x, k) for u in tr.univ_sk for x in ids for k in keys]
         hyps += [u(x, k, q) for u in tr.univ_skq for x in ids for k in keys for q in qs]
+        if o.outcome:
+            hyps += free_algebra(po.plan_of(o), hyps)
         solver = z3.Solver()
         solver.set("timeout", timeout_ms)
         solver.add(*hyps)
@@ -227,10 +364,13 @@ def check_runs(
     timeout_ms: int = 60_000,
     seed: int = 1,
     stop_after: int = 3,
+    isolation: bool = False,
+    outcome: bool = False,
 ) -> Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
-    runs, each against the model (of ``variant``: a broken one may fail); stops after
-    ``stop_after`` failing runs."""
+    runs, each against the model (of ``variant``: a broken one may fail; with
+    ``isolation`` and ``outcome``, the model's options of those names, and their parts
+    bound too); stops after ``stop_after`` failing runs."""
     rng = random.Random(seed)
     shapes = list(bounded.shapes(bound))
     if sample:
@@ -243,7 +383,13 @@ def check_runs(
     t0 = time.perf_counter()
     out = Outcome()
     for shape, node in runs:
-        o = po.Options(entries=entries(shape.agent), variant=variant, safeguard=True)
+        o = po.Options(
+            entries=entries(shape.agent),
+            variant=variant,
+            safeguard=True,
+            isolation=isolation,
+            outcome=outcome,
+        )
         bad = check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
         out.runs += 1
         if bad:
@@ -266,14 +412,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variant", default="", choices=po.VARIANTS, help="a broken model")
     ap.add_argument("--seed", type=count, default=1, help="of the random runs")
     ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
+    ap.add_argument("--isolation", action="store_true", help="also key-isolation's flag")
+    ap.add_argument(
+        "--outcome",
+        action="store_true",
+        help="also equivalent-outcome's memory, outputs and reads (one-field agents)",
+    )
     args = ap.parse_args(argv)
     try:
         bound = parse(args.bound)
     except BoundError as e:
         ap.error(str(e))
-    done = check_runs(bound, args.random, args.variant, args.timeout * 1000, args.seed)
+    if args.outcome:
+        many = [a for a in bound.agents if len(Plan.of(bounded.AGENTS[a]).fields) != 1]
+        if many:
+            ap.error(f"--outcome: agent {many[0]!r} has more than one memory field")
+    done = check_runs(
+        bound,
+        args.random,
+        args.variant,
+        args.timeout * 1000,
+        args.seed,
+        isolation=args.isolation,
+        outcome=args.outcome,
+    )
+    label = ("+isolation " if args.isolation else "") + ("+outcome " if args.outcome else "")
     print(
-        f"refinement {args.bound} variant={args.variant or 'ordered'}: {done.runs} runs "
+        f"refinement {args.bound} {label}variant={args.variant or 'ordered'}: {done.runs} runs "
         f"checked, {len(done.failures)} with a micro-step the model cannot take "
         f"({done.seconds:.1f} s); runs that reached "
         + ", ".join(f"{name} {n}" for name, n in done.reached.items())

@@ -5,10 +5,13 @@ it is a step of the real machine on concrete runs (:mod:`.parametric_ordered_ref
 from __future__ import annotations
 
 import pytest
+import z3
 
 from replay_contract.spec import parametric_ordered as po
 from replay_contract.spec import parametric_ordered_refine as refine
+from replay_contract.spec.agentterms import output_term, write_term
 from replay_contract.spec.bound import parse
+from replay_contract.spec.logic import NONE
 from replay_contract.spec.parametric import Rows
 
 TIMEOUT_MS = 60_000
@@ -133,6 +136,41 @@ def test_a_model_without_the_scan_is_caught_by_the_refinement_check() -> None:
     bound = parse("inputs=3,channels=2,keys=2,crashes=2,agents=stateful")
     done = refine.check_runs(bound, sample=3, variant="no-scan", stop_after=1)
     assert done.failures
+
+
+@pytest.mark.parametrize("agent", ["stateful", "chain"])
+def test_the_refinement_binds_key_isolation_and_equivalent_outcome(agent: str) -> None:
+    bound = parse(f"inputs=2,channels=2,keys=1,crashes=1,agents={agent}")
+    done = refine.check_runs(bound, sample=2, seed=3, isolation=True, outcome=True)
+    assert done.runs == 2 and done.failures == []
+
+
+def test_a_model_that_forgets_the_memory_is_caught_by_the_refinement_check() -> None:
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful")
+    done = refine.check_runs(
+        bound, sample=4, variant="forget-memory", stop_after=1, isolation=True, outcome=True
+    )
+    assert done.failures
+
+
+def test_concrete_agent_terms_are_distinct_model_values() -> None:
+    plan = po.plan_of(po.Options())
+    entry = plan.entries[0]
+    first = write_term(entry, 0, 0, 0, (NONE,))
+    again = write_term(entry, 0, 0, 0, (NONE,))
+    other = [
+        NONE,
+        write_term(entry, 0, 0, 1, (NONE,)),
+        write_term(entry, 0, 1, 0, (first,)),
+        output_term(entry, 0, 0, (NONE,)),
+    ]
+    x = refine.encode(plan, first)
+    assert z3.is_true(z3.simplify(x == refine.encode(plan, again)))
+    for term in other:
+        eq = x == refine.encode(plan, term)
+        solver = z3.Solver()
+        solver.add(eq, *refine.free_algebra(plan, [eq]))
+        assert solver.check() == z3.unsat, term
 
 
 @pytest.mark.parametrize(
