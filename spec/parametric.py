@@ -82,6 +82,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import z3
 
@@ -702,7 +703,15 @@ def all_facts(
     return slot_facts(st, s, q, o) + key_facts(st, k, q, o) + global_facts(st, o)
 
 
-def _kept(facts: Facts, o: Options) -> Facts:
+class Drops(Protocol):
+    """Options that name facts to leave out (this module's and
+    :mod:`.parametric_ordered`'s)."""
+
+    drop: tuple[str, ...]
+
+
+def _kept(facts: Facts, o: Drops) -> Facts:
+    """The facts not named in ``o.drop``."""
     return [(n, f) for n, f in facts if n not in o.drop]
 
 

@@ -111,7 +111,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 
 import z3
@@ -128,6 +128,7 @@ from .parametric import (
     Facts,
     Rows,
     _bounds,
+    _kept,
     code,
     keyOf,
     same_hist,
@@ -273,6 +274,17 @@ VARIANTS = (
     "other-reads",
 )
 
+#: the variants that change nothing without an option: the option they need
+VARIANT_NEEDS = {"forget-memory": "outcome", "other-reads": "outcome"}
+
+
+def variant_error(variant: str, given: Container[str]) -> str | None:
+    """Why ``variant`` cannot be asked with the options ``given`` (None: it can)."""
+    need = VARIANT_NEEDS.get(variant)
+    if need is None or need in given:
+        return None
+    return f"--variant {variant}: changes nothing without --{need}"
+
 
 @dataclass
 class Options:
@@ -286,7 +298,8 @@ class Options:
     #: "no-order-record" (no accept makes its position durable), "forget-saved-order"
     #: (an accept does not write the checkpoint's ghost order: an invariant too weak),
     #: "every-key" (a divergence also invalidates the slots of another key, as the scope
-    #: ``every-key`` does)
+    #: ``every-key`` does: it breaks "recorded without gap", and with ``isolation`` the
+    #: property)
     variant: str = ""
     mode: str = "manual"
     drop: tuple[str, ...] = ()
@@ -515,15 +528,12 @@ def all_facts(st: OState, s: z3.ArithRef, k: z3.ArithRef, q: z3.ArithRef, o: Opt
     return slot_facts(st, s, q, o) + key_facts(st, k, q, o) + global_facts(st, o)
 
 
-def fact_names() -> list[str]:
-    """The names of the invariant's facts (``--drop`` takes them)."""
+def fact_names(o: Options | None = None) -> list[str]:
+    """The names of the invariant's facts with the options ``o`` (``--drop`` takes
+    them; None: with every option)."""
     st = fresh_state("names")
-    o = Options(safeguard=True, isolation=True, outcome=True)
+    o = o or Options(safeguard=True, isolation=True, outcome=True)
     return [n for n, _ in all_facts(st, z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]
-
-
-def _kept(facts: Facts, o: Options) -> Facts:
-    return [(n, f) for n, f in facts if n not in o.drop]
 
 
 def bounds(st: OState, s: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.BoolRef]:
@@ -558,8 +568,6 @@ class Step:
     #: terms of the restore's scan: (key term -> the scan's end), Skolem functions
     scan_end: z3.ArrayRef | None = None
     sel: z3.FuncDeclRef | None = None
-    fresh: list[z3.ArithRef] = field(default_factory=list)
-    reused: list[z3.BoolRef] = field(default_factory=list)
 
 
 def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
@@ -785,7 +793,6 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
 
         st.univ_s.append(no_match)
         reused = z3.And(acc, hit, live(eff))
-        st.reused.append(reused)
         d = z3.Int(f"{tag}find{e}.diff")
         st.positions.append(d)
         flag = z3.Or(flag, z3.And(reused, pre[w][d] != prefix[d]))
@@ -815,7 +822,6 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         sid = z3.Int(f"{tag}save{e}.slot")
         c.append(z3.Implies(acc, z3.Not(pres[sid])))
         st.slots.append(sid)
-        st.fresh.append(sid)
         now = tick(acc)
         pres = z3.Store(pres, sid, saved)
         rec, ver, pos = z3.Store(rec, sid, r), z3.Store(ver, sid, v), z3.Store(pos, sid, p)
@@ -834,7 +840,6 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     oid = z3.Int(f"{tag}order.slot")
     c.append(z3.Implies(acc, z3.Not(pres[oid])))
     st.slots.append(oid)
-    st.fresh.append(oid)
     now = tick(lone)
     pres = z3.Store(pres, oid, saved)
     rec, ver, pos = z3.Store(rec, oid, r), z3.Store(ver, oid, v), z3.Store(pos, oid, p)
@@ -868,17 +873,20 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         )
 
     # key-isolation: the invalidation of another key voids some valid completion (a
-    # free witness slot: the flag is asked for every choice)
-    vx = z3.Int(f"{tag}div.voids")
-    st.slots.append(vx)
-    voids_some = z3.And(
-        valid_in(a.pres, a.tim, a.void, op2.marker, vx),
-        a.ent[vx] >= 0,
-        a.sera[vx] < era2,
-        keyOf(a.rec[vx]) == target,
-        p <= a.pos[vx],
-    )
-    flag3 = z3.Or(a.flag3, z3.And(kept_div, target != k, voids_some))
+    # free witness slot, a term of the queries only with ``isolation``: the flag is
+    # asked for every choice)
+    flag3 = a.flag3
+    if o.isolation:
+        vx = z3.Int(f"{tag}div.voids")
+        st.slots.append(vx)
+        voids_some = z3.And(
+            valid_in(a.pres, a.tim, a.void, op2.marker, vx),
+            a.ent[vx] >= 0,
+            a.sera[vx] < era2,
+            keyOf(a.rec[vx]) == target,
+            p <= a.pos[vx],
+        )
+        flag3 = z3.Or(a.flag3, z3.And(kept_div, target != k, voids_some))
 
     st.univ_s.append(voided)
     E_div = z3.If(kept_div, z3.Store(a.E, k, p), a.E)
@@ -1135,11 +1143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.outcome and args.entries > 2:
         ap.error("--outcome: --entries must be 1 (stateful) or 2 (chain)")
+    given = {name for name in ("safeguard", "isolation", "outcome") if getattr(args, name)}
+    why = variant_error(args.variant, given)
+    if why:
+        ap.error(why)
     drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
-    known = fact_names()
+    known = fact_names(
+        Options(safeguard=args.safeguard, isolation=args.isolation, outcome=args.outcome)
+    )
     unknown = [d for d in drop if d not in known]
     if unknown:
-        ap.error(f"--drop: no fact named {unknown[0]!r} (known: {', '.join(known)})")
+        ap.error(
+            f"--drop: no fact named {unknown[0]!r} with these options (known: {', '.join(known)})"
+        )
     for n in args.n:
         o = Options(
             entries=args.entries,

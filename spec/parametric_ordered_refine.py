@@ -56,7 +56,6 @@ Run: ``python -m replay_contract.spec.parametric_ordered_refine [--random N] [--
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 from collections.abc import Container, Sequence
@@ -72,17 +71,29 @@ from replay_contract.model.contracts import ORDERED, Contract
 from . import encoding as enc
 from . import logic as lg
 from . import parametric_ordered as po
+from . import parametric_refine as pr
 from .agentterms import Plan
 from .bound import Bound, BoundError, parse
 from .monitors import flag
 from .parametric import INT, code, count, keyOf
-from .parametric_refine import SCALE, codes, entries, hist_array
+from .parametric_refine import (
+    DEFAULT_BOUND,
+    SCALE,
+    Snapshot,
+    codes,
+    entries,
+    hist_array,
+    machine_of,
+    monitor_cells,
+    runs_of,
+)
 from .properties import KEY_ISOLATION
 
-#: the default bound of the command line
-DEFAULT_BOUND = "inputs=2,channels=2,keys=1,crashes=1,agents=stateful"
-
-Snapshot = dict[str, Any]
+#: the variants this check cannot catch, and why (refused by the command line)
+UNSEEN = {
+    "other-reads": "the refinement cannot catch it (the reads a completion saves are a "
+    "fresh value of the model, which may be the machine's)",
+}
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``:
 #: a kept reuse, a crash, a restore, an input left waiting by its arrival, a kept
@@ -91,13 +102,10 @@ REACH = ("reuse", "crash", "restore", "wait", "invalidation")
 
 
 @dataclass
-class Outcome:
+class Outcome(pr.Outcome):
     """The runs checked, those with a micro-step the model cannot take, and how many
     runs reached each of :data:`REACH`."""
 
-    runs: int = 0
-    failures: list[tuple[bounded.Shape, list[str]]] = field(default_factory=list)
-    seconds: float = 0.0
     reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REACH, 0))
 
 
@@ -271,15 +279,7 @@ def bind(
                 term = po.agent_term(entry, "output", cd, st.rd[i])
                 out.append(term == encode(plan, s["output"]))
     out.append(st.pres == pres)
-    recd = z3.K(INT, z3.K(INT, z3.IntVal(-1)))
-    divd = recd
-    for k, (row_r, row_d) in enumerate(zip(snap["recorded"], snap["diverged"], strict=True)):
-        ar = dr = z3.K(INT, z3.IntVal(-1))
-        for q, (x, y) in enumerate(zip(row_r, row_d, strict=True)):
-            ar = z3.Store(ar, q, x)
-            dr = z3.Store(dr, q, y if y < 0 else SCALE * y)
-        recd, divd = z3.Store(recd, k, ar), z3.Store(divd, k, dr)
-    out += [st.recd == recd, st.divd == divd, st.flag2 == snap["flag2"]]
+    out += monitor_cells(st, snap)
     if o.isolation:
         out.append(st.flag3 == snap["flag3"])
     out += [
@@ -302,18 +302,7 @@ def check_run(
 ) -> list[str]:
     """The first micro-step of one run the model cannot take (empty: it takes all);
     counts in ``reached`` what the run reached (when it is taken in full)."""
-    channel_of = {bounded.record_name(r): shape.channel[r] for r in range(shape.inputs)}
-    env = enc.ScheduleEnv(enc.moves_of(node.steps, channel_of))
-    m = enc.Machine(
-        contract,
-        shape.agent,
-        bound,
-        enc.concrete_shape(shape.channel, shape.key, shape.mode),
-        env,
-        enc.budget(contract, bound),
-        enc.first_budget(contract, bound),
-    )
-    env.boundaries = m.boundaries
+    m = machine_of(contract, bound, shape, node)
     era, slot_era = 0, dict[int, int]()
     before = snapshot(m)
     keys = [z3.IntVal(k) for k in range(bound.keys)]
@@ -371,15 +360,7 @@ def check_runs(
     runs, each against the model (of ``variant``: a broken one may fail; with
     ``isolation`` and ``outcome``, the model's options of those names, and their parts
     bound too); stops after ``stop_after`` failing runs."""
-    rng = random.Random(seed)
-    shapes = list(bounded.shapes(bound))
-    if sample:
-        runs = []
-        for _ in range(sample):
-            shape = rng.choice(shapes)
-            runs.append((shape, bounded.random_run(shape, ORDERED, bound, rng.randrange)))
-    else:
-        runs = [(sh, node) for sh in shapes for node in bounded.runs(sh, ORDERED, bound)]
+    runs = runs_of(ORDERED, bound, sample, seed)
     t0 = time.perf_counter()
     out = Outcome()
     for shape, node in runs:
@@ -409,7 +390,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--bound", default=DEFAULT_BOUND)
     ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
-    ap.add_argument("--variant", default="", choices=po.VARIANTS, help="a broken model")
+    ap.add_argument(
+        "--variant",
+        default="",
+        choices=po.VARIANTS,
+        help="a broken model (forget-memory needs --outcome; other-reads is refused: "
+        "the refinement cannot catch it)",
+    )
     ap.add_argument("--seed", type=count, default=1, help="of the random runs")
     ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
     ap.add_argument("--isolation", action="store_true", help="also key-isolation's flag")
@@ -419,6 +406,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also equivalent-outcome's memory, outputs and reads (one-field agents)",
     )
     args = ap.parse_args(argv)
+    if args.variant in UNSEEN:
+        ap.error(f"--variant {args.variant}: {UNSEEN[args.variant]}")
+    given = {"safeguard"} | {n for n in ("isolation", "outcome") if getattr(args, n)}
+    why = po.variant_error(args.variant, given)
+    if why:
+        ap.error(why)
     try:
         bound = parse(args.bound)
     except BoundError as e:

@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import z3
 
@@ -44,7 +44,7 @@ from .monitors import flag
 #: the factor from the machine's ticks to the model's
 SCALE = 100
 
-#: the default bound of the command line (every run of it: about 2200)
+#: the default bound of the command lines (every run of it: about 2200 under seqnum)
 DEFAULT_BOUND = "inputs=2,channels=2,keys=1,crashes=1,agents=stateful"
 
 Snapshot = dict[str, Any]
@@ -104,6 +104,66 @@ def snapshot(m: enc.Machine) -> Snapshot:
     }
 
 
+class Monitored(Protocol):
+    """A model state with the divergence-safeguard monitor's cells and flag (this
+    module's and :mod:`.parametric_ordered`'s)."""
+
+    recd: z3.ArrayRef
+    divd: z3.ArrayRef
+    flag2: z3.BoolRef
+
+
+def monitor_cells(st: Monitored, snap: Snapshot) -> list[z3.BoolRef]:
+    """The divergence-safeguard monitor of ``st`` is the snapshot's: its ``recorded`` and
+    ``diverged`` cells (key -> position -> value, -1 where unset; a divergence's tick
+    scaled) and its flag."""
+    recd = z3.K(ps.INT, z3.K(ps.INT, z3.IntVal(-1)))
+    divd = recd
+    for k, (row_r, row_d) in enumerate(zip(snap["recorded"], snap["diverged"], strict=True)):
+        ar = dr = z3.K(ps.INT, z3.IntVal(-1))
+        for q, (x, y) in enumerate(zip(row_r, row_d, strict=True)):
+            ar = z3.Store(ar, q, x)
+            dr = z3.Store(dr, q, y if y < 0 else SCALE * y)
+        recd, divd = z3.Store(recd, k, ar), z3.Store(divd, k, dr)
+    return [st.recd == recd, st.divd == divd, st.flag2 == snap["flag2"]]
+
+
+def machine_of(
+    contract: Contract, bound: Bound, shape: bounded.Shape, node: bounded.Node
+) -> enc.Machine:
+    """The concrete machine of ``bound`` that plays the run ``node`` of ``shape``, before
+    its first micro-step."""
+    channel_of = {bounded.record_name(r): shape.channel[r] for r in range(shape.inputs)}
+    env = enc.ScheduleEnv(enc.moves_of(node.steps, channel_of))
+    m = enc.Machine(
+        contract,
+        shape.agent,
+        bound,
+        enc.concrete_shape(shape.channel, shape.key, shape.mode),
+        env,
+        enc.budget(contract, bound),
+        enc.first_budget(contract, bound),
+    )
+    env.boundaries = m.boundaries
+    return m
+
+
+def runs_of(
+    contract: Contract, bound: Bound, sample: int = 0, seed: int = 1
+) -> list[tuple[bounded.Shape, bounded.Node]]:
+    """Every run of ``bound`` under ``contract`` (``sample`` = 0), or ``sample`` random
+    runs (of shapes drawn at random, from ``seed``)."""
+    rng = random.Random(seed)
+    shapes = list(bounded.shapes(bound))
+    if not sample:
+        return [(sh, node) for sh in shapes for node in bounded.runs(sh, contract, bound)]
+    runs = []
+    for _ in range(sample):
+        shape = rng.choice(shapes)
+        runs.append((shape, bounded.random_run(shape, contract, bound, rng.randrange)))
+    return runs
+
+
 def bind(st: ps.State, snap: Snapshot, era: int, slot_era: dict[int, int]) -> list[z3.BoolRef]:
     """The model's state ``st`` is the machine's snapshot ``snap``."""
     out: list[z3.BoolRef] = []
@@ -130,15 +190,7 @@ def bind(st: ps.State, snap: Snapshot, era: int, slot_era: dict[int, int]) -> li
             st.sera[i] == slot_era[i],
         ]
     out.append(st.pres == pres)
-    recd = z3.K(ps.INT, z3.K(ps.INT, z3.IntVal(-1)))
-    divd = recd
-    for k, (row_r, row_d) in enumerate(zip(snap["recorded"], snap["diverged"], strict=True)):
-        ar = dr = z3.K(ps.INT, z3.IntVal(-1))
-        for q, (x, y) in enumerate(zip(row_r, row_d, strict=True)):
-            ar = z3.Store(ar, q, x)
-            dr = z3.Store(dr, q, y if y < 0 else SCALE * y)
-        recd, divd = z3.Store(recd, k, ar), z3.Store(divd, k, dr)
-    out += [st.recd == recd, st.divd == divd, st.flag2 == snap["flag2"]]
+    out += monitor_cells(st, snap)
     out += [
         st.up == snap["up"],
         st.flag == snap["flag"],
@@ -157,18 +209,7 @@ def check_run(
     timeout_ms: int,
 ) -> list[str]:
     """The first micro-step of one run the model cannot take (empty: it takes all)."""
-    channel_of = {bounded.record_name(r): shape.channel[r] for r in range(shape.inputs)}
-    env = enc.ScheduleEnv(enc.moves_of(node.steps, channel_of))
-    m = enc.Machine(
-        contract,
-        shape.agent,
-        bound,
-        enc.concrete_shape(shape.channel, shape.key, shape.mode),
-        env,
-        enc.budget(contract, bound),
-        enc.first_budget(contract, bound),
-    )
-    env.boundaries = m.boundaries
+    m = machine_of(contract, bound, shape, node)
     era, slot_era = 0, dict[int, int]()
     before = snapshot(m)
     for t in range(m.steps):
@@ -224,15 +265,7 @@ def check_runs(
     each against the model (of contract ``variant``: a broken one must fail); stops after
     ``stop_after`` failing runs."""
     contract = contract_named("seqnum")
-    rng = random.Random(seed)
-    shapes = list(bounded.shapes(bound))
-    if sample:
-        runs = []
-        for _ in range(sample):
-            shape = rng.choice(shapes)
-            runs.append((shape, bounded.random_run(shape, contract, bound, rng.randrange)))
-    else:
-        runs = [(sh, node) for sh in shapes for node in bounded.runs(sh, contract, bound)]
+    runs = runs_of(contract, bound, sample, seed)
     t0 = time.perf_counter()
     out = Outcome()
     for shape, node in runs:
