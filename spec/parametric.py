@@ -876,6 +876,28 @@ def fact_names() -> list[str]:
     return [n for n, _ in all_facts(fresh_state("names"), z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]
 
 
+def report_initial(label: str, rows: Rows) -> None:
+    """One line: how many facts the initial state satisfies, and any it does not."""
+    bad = [r for r in rows if r[1] != "unsat"]
+    print(
+        f"initial {label}: {len(rows) - len(bad)}/{len(rows)} facts hold"
+        f" ({sum(r[2] for r in rows):.2f} s) {bad or ''}"
+    )
+
+
+def report_step(label: str, rows: Rows, total: float, quiet: bool) -> None:
+    """One line for the step's queries (and, unless ``quiet``, one per fact)."""
+    bad = [r for r in rows if r[1] != "unsat"]
+    if not quiet:
+        for name, res, dt in rows:
+            print(f"  {name:32s} {res:8s} {dt:7.3f} s")
+    print(
+        f"step {label}: {len(rows) - len(bad)}/{len(rows)} kept, "
+        f"max query {max(r[2] for r in rows):.3f} s, total {total:.2f} s"
+        + (f"; NOT kept: {', '.join(f'{r[0]} ({r[1]})' for r in bad)}" if bad else "")
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: the step's facts (and optionally the initial state and an
     unrolling) for each bound of ``--n``."""
@@ -923,27 +945,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             + (f" drop={','.join(o.drop)}" if o.drop else "")
         )
         if args.initial:
-            rows = check_initial(o, args.timeout * 1000)
-            bad = [r for r in rows if r[1] != "unsat"]
-            print(
-                f"initial {label}: {len(rows) - len(bad)}/{len(rows)} facts hold"
-                f" ({sum(r[2] for r in rows):.2f} s) {bad or ''}"
-            )
+            report_initial(label, check_initial(o, args.timeout * 1000))
         if args.bmc:
             for name, (res, dt) in bmc(o, args.bmc, args.timeout * 1000).items():
                 print(f"bmc {args.bmc} steps {label}: {name} {res} ({dt:.2f} s)")
         t0 = time.perf_counter()
         rows = check_step(o, args.timeout * 1000, split=not args.whole)
-        total = time.perf_counter() - t0
-        bad = [r for r in rows if r[1] != "unsat"]
-        if not args.quiet:
-            for name, res, dt in rows:
-                print(f"  {name:32s} {res:8s} {dt:7.3f} s")
-        print(
-            f"step {label}: {len(rows) - len(bad)}/{len(rows)} kept, "
-            f"max query {max(r[2] for r in rows):.3f} s, total {total:.2f} s"
-            + (f"; NOT kept: {', '.join(f'{r[0]} ({r[1]})' for r in bad)}" if bad else "")
-        )
+        report_step(label, rows, time.perf_counter() - t0, args.quiet)
     return 0
 
 

@@ -131,6 +131,8 @@ from .parametric import (
     _kept,
     code,
     keyOf,
+    report_initial,
+    report_step,
     same_hist,
     solve,
     valid_in,
@@ -1179,24 +1181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             + (f" drop={','.join(o.drop)}" if o.drop else "")
         )
         if args.initial:
-            rows = check_initial(o, args.timeout * 1000)
-            bad = [r for r in rows if r[1] != "unsat"]
-            print(
-                f"initial {label}: {len(rows) - len(bad)}/{len(rows)} facts hold"
-                f" ({sum(r[2] for r in rows):.2f} s) {bad or ''}"
-            )
+            report_initial(label, check_initial(o, args.timeout * 1000))
         t0 = time.perf_counter()
         rows = check_step(o, args.timeout * 1000, split=not args.whole)
-        total = time.perf_counter() - t0
-        bad = [r for r in rows if r[1] != "unsat"]
-        if not args.quiet:
-            for name, res, dt in rows:
-                print(f"  {name:32s} {res:8s} {dt:7.3f} s")
-        print(
-            f"step {label}: {len(rows) - len(bad)}/{len(rows)} kept, "
-            f"max query {max(r[2] for r in rows):.3f} s, total {total:.2f} s"
-            + (f"; NOT kept: {', '.join(f'{r[0]} ({r[1]})' for r in bad)}" if bad else "")
-        )
+        report_step(label, rows, time.perf_counter() - t0, args.quiet)
     return 0
 
 

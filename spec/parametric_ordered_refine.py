@@ -57,7 +57,6 @@ Run: ``python -m replay_contract.spec.parametric_ordered_refine [--random N] [--
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -360,10 +359,9 @@ def check_runs(
     runs, each against the model (of ``variant``: a broken one may fail; with
     ``isolation`` and ``outcome``, the model's options of those names, and their parts
     bound too); stops after ``stop_after`` failing runs."""
-    runs = runs_of(ORDERED, bound, sample, seed)
-    t0 = time.perf_counter()
     out = Outcome()
-    for shape, node in runs:
+
+    def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
         o = po.Options(
             entries=entries(shape.agent),
             variant=variant,
@@ -371,14 +369,9 @@ def check_runs(
             isolation=isolation,
             outcome=outcome,
         )
-        bad = check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
-        out.runs += 1
-        if bad:
-            out.failures.append((shape, bad))
-            if len(out.failures) >= stop_after:
-                break
-    out.seconds = time.perf_counter() - t0
-    return out
+        return check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
+
+    return pr.check_each(runs_of(ORDERED, bound, sample, seed), one, out, stop_after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

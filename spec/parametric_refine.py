@@ -23,9 +23,9 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import z3
 
@@ -253,6 +253,9 @@ class Outcome:
     seconds: float = 0.0
 
 
+Out = TypeVar("Out", bound=Outcome)
+
+
 def check_runs(
     bound: Bound,
     sample: int = 0,
@@ -265,12 +268,24 @@ def check_runs(
     each against the model (of contract ``variant``: a broken one must fail); stops after
     ``stop_after`` failing runs."""
     contract = contract_named("seqnum")
-    runs = runs_of(contract, bound, sample, seed)
-    t0 = time.perf_counter()
-    out = Outcome()
-    for shape, node in runs:
+
+    def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
         o = ps.Options(entries=entries(shape.agent), variant=variant, safeguard=True)
-        bad = check_run(contract, bound, shape, node, o, timeout_ms)
+        return check_run(contract, bound, shape, node, o, timeout_ms)
+
+    return check_each(runs_of(contract, bound, sample, seed), one, Outcome(), stop_after)
+
+
+def check_each(
+    runs: Sequence[tuple[bounded.Shape, bounded.Node]],
+    one: Callable[[bounded.Shape, bounded.Node], list[str]],
+    out: Out,
+    stop_after: int,
+) -> Out:
+    """``one`` on each run, into ``out``, until ``stop_after`` runs have failed."""
+    t0 = time.perf_counter()
+    for shape, node in runs:
+        bad = one(shape, node)
         out.runs += 1
         if bad:
             out.failures.append((shape, bad))
