@@ -19,9 +19,6 @@ BACKENDS = [
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-# 365 runs against real servers: Fluss took 844 s of the default 900 s on a quiet
-# 2-core machine, and timed out with other jobs on it
-@pytest.mark.timeout(1800)
 def test_backend_passes_the_catalogue_and_200_generated_scenarios(
     request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], tmp_path: Path, backend: str
 ) -> None:
