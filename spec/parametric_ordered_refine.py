@@ -85,6 +85,7 @@ from .parametric_refine import (
     machine_of,
     monitor_cells,
     runs_of,
+    world_cells,
 )
 from .properties import KEY_ISOLATION
 
@@ -281,13 +282,7 @@ def bind(
     out += monitor_cells(st, snap)
     if o.isolation:
         out.append(st.flag3 == snap["flag3"])
-    out += [
-        st.up == snap["up"],
-        st.flag == snap["flag"],
-        st.now == SCALE * snap["now"],
-        st.era == era,
-    ]
-    return out
+    return out + world_cells(st, snap, era)
 
 
 def check_run(

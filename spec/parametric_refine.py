@@ -191,13 +191,18 @@ def bind(st: ps.State, snap: Snapshot, era: int, slot_era: dict[int, int]) -> li
         ]
     out.append(st.pres == pres)
     out += monitor_cells(st, snap)
-    out += [
+    return out + world_cells(st, snap, era)
+
+
+def world_cells(st: Any, snap: Snapshot, era: int) -> list[z3.BoolRef]:
+    """The model's ``up``, no-stale-reuse flag, tick and era are the machine's (``st`` is
+    either model's state)."""
+    return [
         st.up == snap["up"],
         st.flag == snap["flag"],
         st.now == SCALE * snap["now"],
         st.era == era,
     ]
-    return out
 
 
 def check_run(
