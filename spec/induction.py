@@ -835,6 +835,16 @@ def _reuse_facts(
                 ),
             ),
         )
+    # a restore's loop visits the keys by place until the first empty one: a key placed
+    # after an empty place would be skipped, its waiting head left to a divergence. The
+    # first place is the loop's own or behind it ("loop's key is in order"), so only
+    # three keys or more can have such a gap
+    restoring = lg.and_(advancing, lg.eq(after, enc.AFTER_RESTORE))
+    for j in range(1, keys - 1):
+        add(
+            f"restore's order without gap {j}",
+            lg.implies(lg.and_(restoring, w.cell("order-in", j + 1)), w.cell("order-in", j)),
+        )
     ending = lg.and_(advancing, lg.eq(after, enc.AFTER_END))
     for r in range(n):
         add(

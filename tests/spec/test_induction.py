@@ -218,6 +218,15 @@ def test_ordered_reuses_completely_by_induction() -> None:
     assert outcome.proved == ["complete-reuse"], outcome.failed
 
 
+def test_ordered_reuses_completely_with_three_keys() -> None:
+    # a restore's loop stops at the first empty place of its order: with three keys the
+    # invariant must say the order has no gap, or a key placed after one looks skipped
+    bound = parse("inputs=1,channels=1,keys=3,crashes=1")
+    for agent in ("stateful", "chain"):
+        outcome = induction.prove(ORDERED, agent, bound, ["complete-reuse"])
+        assert outcome.proved == ["complete-reuse"], (agent, outcome.failed)
+
+
 def test_an_impatient_ordered_is_not_proved() -> None:
     # gives up on a missing recorded input at once: the unrolling finds its
     # counterexample; the invariant of ordered must not hold for it
@@ -240,8 +249,7 @@ def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) 
 def test_the_other_properties_are_tried_again_when_complete_reuses_facts_fail(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # inputs=3,channels=2,keys=3,crashes=1 is such a bound: 'saved once still there'
-    # is not kept there, the other five properties are; here a false fact stands for it
+    # here a false fact stands for one of complete-reuse's facts that is not kept
     monkeypatch.setattr(induction, "_reuse_facts", lambda m, ghosts, epoch, add: add("bad", False))
     bound = parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful")
     said: list[str] = []
