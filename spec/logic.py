@@ -39,7 +39,8 @@ Term = _TERM.create()
 
 # The layer builds its formulas through Z3's C interface in the main context: the Python
 # operators and ``z3.And``/``z3.If`` check and coerce their arguments on every call, which
-# made up most of the time spent building a formula (the same terms, about 3x faster).
+# made up most of the time spent building a formula (the C calls build the same terms
+# about 3x faster).
 _CTX = z3.main_ctx()
 _REF = _CTX.ref()
 _TRUE = z3.BoolVal(True)
@@ -60,9 +61,9 @@ def _boolean(ast: Any) -> Any:
 
 def _compare(make: Any, flipped: Any, x: Any, y: Any) -> Any:
     """``make(x, y)``; with a numeral ``y`` and a non-numeral ``x``, ``flipped(y, x)``:
-    the term Python's operators build there (they let the subclass of numerals answer),
-    so that the formulas stay the very terms they were before this layer used the C
-    interface (the solver's times depend on them)."""
+    the very term Python's operators build (they let the subclass of numerals answer
+    with the reflected comparison). The solver's times depend on the exact terms, and
+    these are the ones every recorded figure was measured with."""
     numeral = (z3.IntNumRef, z3.BitVecNumRef)
     if isinstance(y, numeral) and not isinstance(x, numeral):
         return _boolean(flipped(_REF, y.as_ast(), x.as_ast()))
