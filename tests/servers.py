@@ -3,12 +3,16 @@
 ``kafka_bootstrap`` and ``fluss_bootstrap`` run ``replay-contract services up NAME``
 once per test session, in the repository root (so a server that a developer started is
 reused and left running), and ``services down NAME`` at the end, only when this session
-started the server. ``tests/conftest.py`` makes both visible to every test.
+started the server. A server this session started is also watched by
+``tests/watchdog.py``, which stops it if the session ends without its teardown (a
+timeout that ends the process, a kill). ``tests/conftest.py`` makes both fixtures
+visible to every test.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -44,13 +48,31 @@ def services_json(*args: str, env: Mapping[str, str] | None = None) -> dict[str,
     return info
 
 
+def watch(command: list[str], cwd: Path = ROOT) -> subprocess.Popen[bytes]:
+    """A watchdog that runs ``command`` in ``cwd`` once this process has ended, in a
+    session of its own (a signal to this process group does not stop it)."""
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("watchdog.py")), str(os.getpid()), *command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def _server(name: str) -> Iterator[str]:
     info = services_json("up", name)
+    if info.get("already_running"):
+        yield str(info["bootstrap"])
+        return
+    watchdog = watch([sys.executable, "-m", "replay_contract", "services", "down", name])
     try:
         yield str(info["bootstrap"])
     finally:
-        if not info.get("already_running"):
-            run_services("down", name)
+        run_services("down", name)
+        watchdog.kill()
+        watchdog.wait()
 
 
 @pytest.fixture(scope="session")

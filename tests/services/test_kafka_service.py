@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -94,3 +96,31 @@ def test_missing_java_is_one_clear_line(tmp_path: Path, java_home: str | None) -
     (line,) = result.stderr.splitlines()
     assert line.startswith("replay-contract services: error: ")
     assert ("JAVA_HOME" if java_home else "java not found") in line
+
+
+def test_a_session_that_ends_without_teardown_still_stops_its_broker(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The fixture's broker outlives a test process that ends with ``os._exit`` (as
+    pytest-timeout's thread method does) only until the fixture's watchdog stops it."""
+    env = {**os.environ, "REPLAY_CONTRACT_STATE": str(tmp_path)}
+    child = (
+        "import json, os, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "import servers\n"
+        "fixture = servers._server('kafka')\n"
+        "print(next(fixture), flush=True)\n"
+        "os._exit(0)\n"
+    )
+    ended = subprocess.run(
+        [sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert ended.returncode == 0, ended.stderr
+    assert ended.stdout.strip() != kafka_bootstrap
+    deadline = time.monotonic() + 120
+    status = run_services("status", "kafka", "--json", env=env)
+    while status.returncode == 0 and time.monotonic() < deadline:
+        time.sleep(1)
+        status = run_services("status", "kafka", "--json", env=env)
+    assert status.returncode == 3, f"the broker still runs: {status.stdout}"
+    assert '"running": false' in status.stdout
