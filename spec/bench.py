@@ -17,9 +17,9 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   explorer at each largest one (no dimension can grow without the explorer running out
   of time); the row with the most runs is the largest bound the explorer finishes.
 
-``--engine induction`` proves the ``proofs``, ``ordered``, ``explorer`` and ``frontier``
-sections with the induction engine where it applies (:mod:`.induction`), the unrolling
-elsewhere; the ``engine`` column says which answered.
+``--engine induction`` proves the ``proofs``, ``ordered``, ``explorer``, ``growth`` and
+``frontier`` sections with the induction engine where it applies (:mod:`.induction`),
+the unrolling elsewhere; the ``engine`` column says which answered.
 
 Each solver query gets ``--timeout`` seconds; a query that runs out is reported as
 ``unknown``, so the benchmark always ends.
@@ -202,7 +202,9 @@ def versus_explorer(
 DIMENSIONS = ("inputs", "channels", "keys", "crashes")
 
 
-def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, Any]]:
+def growth(
+    name: str, base: str, timeout: float, steps: int, engine: str = "unrolling"
+) -> list[dict[str, Any]]:
     out = []
     contract = one(name)
     b0 = parse(base)
@@ -212,7 +214,9 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
                 continue
             b = evolve(b0, **{dimension: getattr(b0, dimension) + extra})
             started = time.monotonic()
-            results = verify_contract(contract, b, timeout=timeout, reachability=False)
+            results = verify_contract(
+                contract, b, timeout=timeout, reachability=False, engine=engine
+            )
             seconds = time.monotonic() - started
             out.append(
                 {
@@ -221,6 +225,7 @@ def growth(name: str, base: str, timeout: float, steps: int) -> list[dict[str, A
                     "bound": str(b),
                     "seconds": round(seconds, 2),
                     "unknown": sum(r.verdict == "unknown" for r in results),
+                    "engine": _engines(results),
                 }
             )
             _say(f"growth {name} {dimension} {b}: {seconds:.1f} s")
@@ -354,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         "--engine",
         choices=("unrolling", "induction"),
         default="unrolling",
-        help="the engine of the proofs, ordered, explorer and frontier sections "
+        help="the engine of the proofs, ordered, explorer, growth and frontier sections "
         "(see verify --engine)",
     )
     p.add_argument(
@@ -407,7 +412,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     if "growth" in only:
         record["growth"] = growth(
-            args.growth_contract, args.growth_bound, args.timeout, args.growth_steps
+            args.growth_contract, args.growth_bound, args.timeout, args.growth_steps, args.engine
         )
     if "frontier" in only:
         record["frontier"] = frontier(

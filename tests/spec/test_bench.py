@@ -10,7 +10,7 @@ import pytest
 
 from replay_contract.model import bounded
 from replay_contract.model.contracts import SEQNUM
-from replay_contract.spec.bench import DIMENSIONS, _grown, _smaller, frontier
+from replay_contract.spec.bench import DIMENSIONS, _grown, _smaller, frontier, growth
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
 
@@ -62,6 +62,21 @@ def test_the_frontier_holds_the_largest_bounds_the_explorer_finishes() -> None:
     largest = [r for r in rows if r["largest"] == "yes"]
     assert len(largest) == 1
     assert largest[0]["runs"] == max(r["runs"] for r in rows)
+
+
+def test_growth_by_induction_grows_one_dimension_at_a_time() -> None:
+    rows = growth("stable-id", "inputs=1,channels=1,keys=1,crashes=1", 60.0, 1, "induction")
+    assert [(r["dimension"], r["bound"]) for r in rows] == [
+        ("inputs", "inputs=1,channels=1,keys=1,crashes=1"),
+        ("inputs", "inputs=2,channels=1,keys=1,crashes=1"),
+        ("channels", "inputs=1,channels=2,keys=1,crashes=1"),
+        ("keys", "inputs=1,channels=1,keys=2,crashes=1"),
+        ("crashes", "inputs=1,channels=1,keys=1,crashes=2"),
+    ]
+    assert all(r["unknown"] == 0 for r in rows)
+    # stable-id's key-isolation and no-lost-input by the generic invariant, the rest by
+    # the unrolling
+    assert {r["engine"] for r in rows} == {"induction+unrolling"}
 
 
 def test_the_frontier_from_the_command_line() -> None:
