@@ -48,12 +48,12 @@ def services_json(*args: str, env: Mapping[str, str] | None = None) -> dict[str,
     return info
 
 
-def watch(command: list[str], cwd: Path = ROOT) -> subprocess.Popen[bytes]:
-    """A watchdog that runs ``command`` in ``cwd`` once this process has ended, in a
-    session of its own (a signal to this process group does not stop it)."""
+def watch(command: list[str]) -> subprocess.Popen[bytes]:
+    """A watchdog that runs ``command`` in the repository root once this process has
+    ended, in a session of its own (a signal to this process group does not stop it)."""
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("watchdog.py")), str(os.getpid()), *command],
-        cwd=cwd,
+        cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
