@@ -26,12 +26,20 @@ def _wait_for(path: Path, seconds: float) -> bool:
     return path.exists()
 
 
-def test_the_command_runs_when_the_parent_ends_with_os_exit(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
+def _parent(marker: Path, seconds: float) -> subprocess.Popen[str]:
+    """A process that starts a watchdog writing ``marker``, then lives ``seconds``."""
     code = PARENT.format(tests=str(Path(__file__).parent), marker=str(marker))
-    parent = subprocess.Popen([sys.executable, "-c", code, "3"], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code, str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert parent.stdout is not None
     assert parent.stdout.readline().strip() == "watching"
+    return parent
+
+
+def test_the_command_runs_when_the_parent_ends_with_os_exit(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    parent = _parent(marker, 3)
     time.sleep(1.5)
     assert not marker.exists(), "the command ran while its parent was alive"
     assert parent.wait(timeout=30) == 0
@@ -41,18 +49,13 @@ def test_the_command_runs_when_the_parent_ends_with_os_exit(tmp_path: Path) -> N
 
 def test_the_command_runs_when_the_parent_is_killed(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    code = PARENT.format(tests=str(Path(__file__).parent), marker=str(marker))
-    parent = subprocess.Popen(
-        [sys.executable, "-c", code, "600"], stdout=subprocess.PIPE, text=True
-    )
-    assert parent.stdout is not None
-    assert parent.stdout.readline().strip() == "watching"
+    parent = _parent(marker, 600)
     parent.kill()
     parent.wait(timeout=30)
     assert _wait_for(marker, 30), "the command did not run after the parent was killed"
 
 
-def test_without_a_command_it_says_so(tmp_path: Path) -> None:
+def test_without_a_command_it_says_so() -> None:
     done = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("watchdog.py")), "1"],
         capture_output=True,
