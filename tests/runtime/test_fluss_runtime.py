@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import fluss
@@ -18,10 +19,10 @@ from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
 from replay_contract.model.store import Completion, Entry, OrderEntry
 from replay_contract.model.topology import Record, same_key
-from replay_contract.runtime import codec
+from replay_contract.runtime import codec, fluss_backend
 from replay_contract.runtime.fluss_backend import FlussBackend, FlussNamespace
 from replay_contract.runtime.fluss_client import Loop, client_config
-from replay_contract.runtime.fluss_store import LOG, TABLE_SCHEMA, FlussStore
+from replay_contract.runtime.fluss_store import LOG, TABLE_SCHEMA, WRITERS, FlussStore
 from replay_contract.runtime.operator import RuntimeOperator
 from replay_contract.runtime.store import RecordError
 
@@ -216,6 +217,50 @@ def test_tables_carry_their_layout_version(backend, namespace) -> None:  # type:
         ]
     finally:
         loop.close()
+
+
+class _OneTableNeverReady(FlussBackend):
+    """A backend whose first readiness check of ``writers`` never answers, as when the
+    coordinator registers a table without ever giving its bucket a leader."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(bootstrap, timeout=30.0)
+        self.stalled: list[Any] = []
+
+    def _ready(self, path: fluss.TablePath) -> Callable[[], Coroutine[Any, Any, None]]:
+        if path.table_name != WRITERS or self.stalled:
+            return super()._ready(path)
+        self.stalled.append(self._conn)
+
+        async def never() -> None:
+            await asyncio.sleep(3600)
+
+        return never
+
+
+def test_a_table_that_never_gets_ready_is_made_again_on_a_new_connection(
+    fluss_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fluss_backend, "TABLE_READY", 2.0)
+    backend = _OneTableNeverReady(fluss_bootstrap)
+    try:
+        namespace = backend.namespace()
+        try:
+            # the connection that waited on the stalled table was closed, not reused:
+            # pyfluss keeps a timed-out lookup queued for as long as its connection lives
+            assert backend.stalled and backend.stalled[0] is not None
+            assert backend._conn is not backend.stalled[0]
+            store = _connect(namespace)
+            try:
+                entry = OrderEntry("K", 0, "A", "d")
+                store.append([entry])
+                assert [e for _, e in store.read(0)] == [entry]
+            finally:
+                store.close()
+        finally:
+            namespace.drop()
+    finally:
+        backend.close()
 
 
 # -- rows that do not decode --------------------------------------------------------------
