@@ -18,7 +18,9 @@ its epoch, whether ``t`` starts an epoch and whether it is the first: one step o
 *class* (:func:`step_classes`) stands for all of its class, which the tests check
 formula by formula (:func:`step_formula`). The ticks of the step are counted from
 :data:`BASE` instead of the real tick: the machine only compares ticks with each other,
-so that renames no run.
+so that renames no run. Each class is checked on its own (:func:`check_step_class`):
+:func:`prove` checks them in class order, ``verify`` on several cores as jobs of their
+own, put together in class order (:func:`settle`).
 
 The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIES`;
 :func:`unsupported` says which rules a contract lacks); every other contract that does
@@ -47,11 +49,11 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import z3
-from attrs import define, field
+from attrs import define, evolve, field
 
 from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import Contract
@@ -1530,6 +1532,138 @@ class Outcome:
     queries: int = 0
 
 
+@define
+class ClassOutcome:
+    """What the check of one step class says: the flags it may set (property: why),
+    why the invariant is not kept there (empty when every fact held), the flags it was
+    told to leave out, its queries and its seconds."""
+
+    t: int
+    failed: dict[str, str]
+    broken: str
+    skipped: tuple[str, ...]
+    queries: int
+    seconds: float
+
+
+def check_step_class(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    t: int,
+    properties: Sequence[str],
+    timeout: float | None = None,
+    say: Callable[[str], None] | None = None,
+    skip: Sequence[str] = (),
+) -> ClassOutcome:
+    """The check of the step class micro-step ``t`` stands for: the step is built and
+    compared with the rest of its class (:func:`check_class`), then each group of goals
+    (:func:`_groups`) is one query, the flags of ``skip`` (already known not kept) left
+    out; the first fact found broken ends it. Each class is checked on its own: a step
+    assumes the invariant, not what an earlier step found."""
+    started = time.monotonic()
+    classes = step_classes(contract, bound)
+    if t not in classes:
+        raise ValueError(f"micro-step {t} stands for no step class at {bound} (those: {classes})")
+    step = build_step(contract, agent, bound, t, properties)
+    check_class(contract, agent, bound, step, properties)
+    if timeout is not None:
+        step.solver.set("timeout", max(1, int(timeout * 1000)))
+    failed: dict[str, str] = {}
+    broken = ""
+    asked = 0
+    for label, goals in _groups(step.goals):
+        prop = label[len("flag ") :] if label.startswith("flag ") else ""
+        if prop and prop in skip:
+            continue
+        step.solver.push()
+        step.solver.add(z3.Or(*(goal for _, goal in goals)))
+        result = step.solver.check()
+        reason = step.solver.reason_unknown() if result == z3.unknown else ""
+        name = label
+        if result == z3.sat:  # the fact the counterexample to induction breaks
+            model = step.solver.model()
+            name = next(n for n, g in goals if z3.is_true(model.eval(g, model_completion=True)))
+        step.solver.pop()
+        asked += 1
+        if result == z3.unsat:
+            continue
+        what = "its flag" if prop else f"the fact '{name}'"
+        why = (
+            f"micro-step {t}: the solver did not settle {what} ({reason})"
+            if reason
+            else f"micro-step {t}, which may {'set' if prop else 'break'} {what}"
+        )
+        if prop:
+            failed[prop] = f"not inductive at {why}"
+        else:
+            broken = f"the invariant is not inductive at {why}"
+            break
+    seconds = time.monotonic() - started
+    if say is not None:
+        group = members(contract, bound, t)
+        say(
+            f"{contract.name} / induction / {agent}: micro-step {t} "
+            f"(class {classes.index(t) + 1} of {len(classes)}: "
+            f"{_plural(len(group), 'micro-step')}, "
+            f"{len(step.goals)} facts in {asked} queries) {seconds:.1f} s"
+        )
+    return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
+
+
+def combine(properties: Sequence[str], outcomes: Sequence[ClassOutcome]) -> Outcome:
+    """What the checks of the step classes, in class order, say together: a property's
+    flag fails with the reason of the first class that may set it; the first class that
+    breaks the invariant fails every property with its reason, and the classes after it
+    do not count. The seconds are those of the classes that count."""
+    failed: dict[str, str] = {}
+    counted: list[ClassOutcome] = []
+    for outcome in outcomes:
+        counted.append(outcome)
+        if outcome.broken:
+            failed = dict.fromkeys(properties, outcome.broken)
+            break
+        for prop, why in outcome.failed.items():
+            failed.setdefault(prop, why)
+    return Outcome(
+        [p for p in properties if p not in failed],
+        failed,
+        sum(o.seconds for o in counted),
+        sum(o.queries for o in counted),
+    )
+
+
+#: A check of a step class: its micro-step and the flags to leave out.
+Check = tuple[int, tuple[str, ...]]
+
+
+def settle(
+    properties: Sequence[str], classes: Sequence[int], done: Mapping[int, ClassOutcome]
+) -> Outcome | list[Check]:
+    """What an induction checked class by class (``done``: by class) gives, as
+    :func:`prove` would: once every class it rests on is checked, its outcome; until
+    then, the checks still needed, each a class and the flags to leave out. It rests on
+    the classes up to the first that breaks the invariant. That one is checked again
+    when it was asked about a flag an earlier class failed, which ``prove`` leaves out:
+    the fact its reason names comes from the solver's model, and the model may depend on
+    the queries asked before."""
+    needed: list[Check] = []
+    counted: list[ClassOutcome] = []
+    failed: set[str] = set()  # by the classes before, while all are known
+    for t in classes:
+        outcome = done.get(t)
+        if outcome is None:
+            needed.append((t, ()))
+            continue
+        counted.append(outcome)
+        if outcome.broken:
+            if not needed and set(outcome.skipped) != failed:
+                needed.append((t, tuple(p for p in properties if p in failed)))
+            break
+        failed.update(outcome.failed)
+    return needed or combine(properties, counted)
+
+
 def prove(
     contract: Contract,
     agent: str,
@@ -1538,74 +1672,37 @@ def prove(
     timeout: float | None = None,
     say: Callable[[str], None] | None = None,
 ) -> Outcome:
-    """Check every step class for ``properties`` (those :func:`inductive` gives)."""
+    """Check every step class for ``properties`` (those :func:`inductive` gives), in
+    class order, each without the flags an earlier class found not kept, until one
+    breaks the invariant."""
     started = time.monotonic()
     attempted = list(properties)
+    outcomes: list[ClassOutcome] = []
     failed: dict[str, str] = {}
-    broken_invariant = ""
-    queries = 0
-    classes = step_classes(contract, bound)
-    for i, t in enumerate(classes):
-        step_started = time.monotonic()
-        step = build_step(contract, agent, bound, t, attempted)
-        check_class(contract, agent, bound, step, attempted)
-        if timeout is not None:
-            step.solver.set("timeout", max(1, int(timeout * 1000)))
-        asked = 0
-        for label, goals in _groups(step.goals):
-            prop = label[len("flag ") :] if label.startswith("flag ") else ""
-            if prop and prop in failed:
-                continue
-            step.solver.push()
-            step.solver.add(z3.Or(*(goal for _, goal in goals)))
-            result = step.solver.check()
-            reason = step.solver.reason_unknown() if result == z3.unknown else ""
-            name = label
-            if result == z3.sat:  # the fact the counterexample to induction breaks
-                model = step.solver.model()
-                name = next(n for n, g in goals if z3.is_true(model.eval(g, model_completion=True)))
-            step.solver.pop()
-            asked += 1
-            if result == z3.unsat:
-                continue
-            what = "its flag" if prop else f"the fact '{name}'"
-            why = (
-                f"micro-step {t}: the solver did not settle {what} ({reason})"
-                if reason
-                else f"micro-step {t}, which may {'set' if prop else 'break'} {what}"
-            )
-            if prop:
-                failed[prop] = f"not inductive at {why}"
-            else:
-                broken_invariant = f"the invariant is not inductive at {why}"
-                break
-        queries += asked
-        if say is not None:
-            group = members(contract, bound, t)
-            say(
-                f"{contract.name} / induction / {agent}: micro-step {t} "
-                f"(class {i + 1} of {len(classes)}: {_plural(len(group), 'micro-step')}, "
-                f"{len(step.goals)} facts in {asked} queries) "
-                f"{time.monotonic() - step_started:.1f} s"
-            )
-        if broken_invariant:
+    for t in step_classes(contract, bound):
+        skip = tuple(failed)
+        outcome = check_step_class(contract, agent, bound, t, attempted, timeout, say, skip)
+        outcomes.append(outcome)
+        failed.update(outcome.failed)
+        if outcome.broken:
             break
-    if broken_invariant:
-        failed = {p: broken_invariant for p in attempted}
-    proved = [p for p in attempted if p not in failed]
-    return Outcome(proved, failed, time.monotonic() - started, queries)
+    return evolve(combine(attempted, outcomes), seconds=time.monotonic() - started)
 
 
 __all__ = [
     "BASE",
     "GENERIC",
     "INDUCTIVE",
+    "Check",
     "ClassMismatch",
+    "ClassOutcome",
     "Outcome",
     "accepted_below_offset",
     "build_step",
     "check_class",
+    "check_step_class",
     "class_of",
+    "combine",
     "counted",
     "generic",
     "inductive",
@@ -1613,6 +1710,7 @@ __all__ = [
     "members",
     "not_covered",
     "prove",
+    "settle",
     "step_classes",
     "step_formula",
     "symbolic_machine",

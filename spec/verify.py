@@ -20,6 +20,7 @@ the bound (the machine always finishes).
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing as mp
 import os
 import threading
@@ -38,9 +39,13 @@ from replay_contract.model.run import Run, simulate
 from replay_contract.model.scenario import Scenario, Step
 
 from . import encoding as enc
+from . import induction
 from . import logic as lg
+from .agentterms import Plan
 from .bound import Bound
+from .induction import Check, ClassOutcome, Outcome
 from .properties import COMPLETE_REUSE, PROPERTIES, check, check_all
+from .workers import Key, Workers
 
 VERDICTS = ("proved", "counterexample", "unknown")
 ENGINES = ("unrolling", "induction")
@@ -371,6 +376,8 @@ def verify_contract(
     (default: one per agent, at most one per core) they run in parallel processes.
     With ``engine="induction"``, the properties :func:`.induction.inductive` gives are
     first proved by induction (:mod:`.induction`); the unrolling answers for the rest.
+    There each step class of each agent is a job of its own (default: at most one
+    worker per core), the costliest first (:func:`_classes_in_parallel`).
     """
     global _progress
     if engine not in ENGINES:
@@ -380,10 +387,16 @@ def verify_contract(
         (contract, agent, bound, tuple(properties), timeout, reachability, engine)
         for agent in bound.agents
     ]
-    count = min(len(jobs), workers or os.cpu_count() or 1)
+    tasks = len(jobs)
+    if engine == "induction":
+        tasks *= len(induction.step_classes(contract, bound))
+    count = min(tasks, workers or os.cpu_count() or 1)
     try:
         if count > 1 and "fork" in mp.get_all_start_methods():
-            outcomes = _in_parallel(jobs, count, len(properties))
+            if engine == "induction":
+                outcomes = _classes_in_parallel(jobs, count, len(properties))
+            else:
+                outcomes = _in_parallel(jobs, count, len(properties))
         else:
             outcomes = []
             for job in jobs:
@@ -479,6 +492,22 @@ def _verify_agent(
         if engine == "induction"
         else ({}, {})
     )
+    return _unroll(contract, agent, bound, properties, timeout, reachability, by_induction, spent)
+
+
+def _unroll(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    properties: tuple[str, ...],
+    timeout: float | None,
+    reachability: bool,
+    by_induction: dict[str, Result],
+    spent: dict[str, float],
+) -> AgentOutcome:
+    """The unrolling's part of :func:`_verify_agent`: the properties not proved by
+    induction (``by_induction``; ``spent``: the seconds of those it tried) and the
+    reachability checks."""
     rest = tuple(p for p in properties if p not in by_induction)
     results = dict(by_induction)
     if not rest and not reachability:
@@ -550,29 +579,58 @@ def _induction(
 ) -> tuple[dict[str, Result], dict[str, float]]:
     """The properties proved by induction for one agent (the others are left out), and
     the seconds spent on each property it tried and did not prove."""
-    from . import induction
+    attempted = _attempted(contract, agent, bound, properties)
+    if not attempted:
+        return {}, {}
+    outcome = induction.prove(contract, agent, bound, attempted, timeout, _say)
+    rest = _retry(contract, agent, attempted, outcome)
+    if rest:
+        again = induction.prove(contract, agent, bound, rest, timeout, _say)
+        outcome = _retried(outcome, again)
+    return _by_induction(contract, agent, bound, attempted, outcome)
 
+
+def _attempted(
+    contract: Contract, agent: str, bound: Bound, properties: tuple[str, ...]
+) -> list[str]:
+    """The properties induction tries for one agent, said."""
     attempted = induction.inductive(contract, agent, properties)
     if not attempted:
         why = induction.not_covered(contract, agent)
         _say(f"{contract.name} / induction / {agent}: not tried: {why}")
-        return {}, {}
-    _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")
-    outcome = induction.prove(contract, agent, bound, attempted, timeout, _say)
+    else:
+        _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")
+    return attempted
+
+
+def _retry(contract: Contract, agent: str, attempted: list[str], outcome: Outcome) -> list[str]:
+    """The properties to try again without complete-reuse's facts (none: no retry).
+
+    complete-reuse's facts are the invariant's most delicate: when the invariant with
+    them is not kept, the others may still be, without them."""
     extra = COMPLETE_REUSE
-    if extra in attempted and len(attempted) > 1 and not outcome.proved:
-        # complete-reuse's facts are the invariant's most delicate: when the invariant
-        # with them is not kept, the others may still be, without them
-        why = outcome.failed[extra]
-        _say(f"{contract.name} / induction / {agent}: {why}; again without {extra}'s facts")
-        rest = [p for p in attempted if p != extra]
-        again = induction.prove(contract, agent, bound, rest, timeout, _say)
-        outcome = induction.Outcome(
-            again.proved,
-            {**again.failed, extra: why},
-            outcome.seconds + again.seconds,
-            outcome.queries + again.queries,
-        )
+    if extra not in attempted or len(attempted) == 1 or outcome.proved:
+        return []
+    why = outcome.failed[extra]
+    _say(f"{contract.name} / induction / {agent}: {why}; again without {extra}'s facts")
+    return [p for p in attempted if p != extra]
+
+
+def _retried(first: Outcome, again: Outcome) -> Outcome:
+    """The outcome of an induction tried again without complete-reuse's facts."""
+    return Outcome(
+        again.proved,
+        {**again.failed, COMPLETE_REUSE: first.failed[COMPLETE_REUSE]},
+        first.seconds + again.seconds,
+        first.queries + again.queries,
+    )
+
+
+def _by_induction(
+    contract: Contract, agent: str, bound: Bound, attempted: list[str], outcome: Outcome
+) -> tuple[dict[str, Result], dict[str, float]]:
+    """The results of the properties ``outcome`` proves, and the seconds of the others
+    (the outcome's seconds shared among the properties attempted), said."""
     for prop, why in outcome.failed.items():
         _say(f"{contract.name} / {prop} / {agent}: not proved by induction ({why}); unrolling")
     share = outcome.seconds / len(attempted)
@@ -583,6 +641,115 @@ def _induction(
     for p in proved:
         _say(f"{contract.name} / {p} / {agent}: proved by induction ({share:.1f} s)")
     return proved, dict.fromkeys(outcome.failed, share)
+
+
+# -- the step classes as jobs of their own ----------------------------------------------
+
+
+@define
+class _Attempt:
+    """One induction of one agent, its step classes checked as jobs of their own."""
+
+    agent: int
+    properties: list[str]
+    classes: list[int]
+    done: dict[int, ClassOutcome] = field(factory=dict)
+
+    def key(self, wanted: Check) -> Key:
+        return ("class", self.agent, tuple(self.properties), *wanted)
+
+    def owns(self, key: Key) -> bool:
+        return key[:3] == ("class", self.agent, tuple(self.properties))
+
+    def after(self, t: int) -> Callable[[Key], bool]:
+        """Whether a key is of a check of this attempt's classes after ``t``."""
+        later = self.classes[self.classes.index(t) + 1 :]
+        return lambda key: self.owns(key) and key[3] in later
+
+
+def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list[AgentOutcome]:
+    """``--engine induction`` on a pool of forked processes: the outcome of each job
+    (in job order), with each step class of each agent's induction a job of its own.
+
+    The later classes first (the later epochs' are the costliest: more store slots,
+    more facts), and among classes of the same place the agent's with more tool calls
+    per input (more store slots), so that no worker waits for one long class at the
+    end. The unrolling's jobs come before any class: they start once the induction
+    they wait for is done, and are the last work of their agent. An agent's
+    outcome is the one of :func:`_verify_agent`: its classes are put together in class
+    order (:func:`.induction.settle`), the classes after one that breaks the invariant are
+    dropped, the retry without complete-reuse's facts and the unrolling are jobs once
+    their turn comes. When one agent has a counterexample for every property, the
+    others are stopped, as in :func:`_in_parallel`."""
+    pool = Workers(workers)
+    attempts: dict[int, _Attempt] = {}
+    attempted: dict[int, list[str]] = {}
+    first: dict[int, Outcome] = {}  # the outcome with complete-reuse's facts, retried
+    outcomes: dict[int, AgentOutcome] = {}
+
+    def submit(attempt: _Attempt, checks: list[Check]) -> None:
+        contract, agent, bound, _, timeout, _, _ = jobs[attempt.agent]
+        calls = len(Plan.of(bounded.AGENTS[agent]).entries)  # store slots per input
+        for wanted in checks:
+            key = attempt.key(wanted)
+            if key not in pool:
+                t, skip = wanted
+                args = (contract, agent, bound, t, attempt.properties, timeout, _say, skip)
+                cost = (attempt.classes.index(t), calls)
+                pool.add(key, cost, induction.check_step_class, *args)
+
+    def induce(i: int, props: list[str]) -> None:
+        contract, _, bound, _, _, _, _ = jobs[i]
+        attempts[i] = _Attempt(i, props, induction.step_classes(contract, bound))
+        submit(attempts[i], [(t, ()) for t in attempts[i].classes])
+
+    def unroll(i: int, by_induction: dict[str, Result], spent: dict[str, float]) -> None:
+        contract, agent, bound, props, timeout, reachability, _ = jobs[i]
+        if by_induction.keys() >= set(props) and not reachability:
+            outcomes[i] = AgentOutcome(dict(by_induction), {})
+            return
+        args = (contract, agent, bound, props, timeout, reachability, by_induction, spent)
+        pool.add(("unroll", i), (math.inf,), _unroll, *args)
+
+    def induced(i: int, outcome: Outcome) -> None:
+        contract, agent, bound, _, _, _, _ = jobs[i]
+        if i in first:
+            outcome = _retried(first[i], outcome)
+        else:
+            rest = _retry(contract, agent, attempted[i], outcome)
+            if rest:
+                first[i] = outcome
+                induce(i, rest)
+                return
+        unroll(i, *_by_induction(contract, agent, bound, attempted[i], outcome))
+
+    try:
+        for i, (contract, agent, bound, props, _, _, _) in enumerate(jobs):
+            attempted[i] = _attempted(contract, agent, bound, props)
+            if attempted[i]:
+                induce(i, attempted[i])
+            else:
+                unroll(i, {}, {})
+        while len(outcomes) < len(jobs):
+            key, value = pool.next()
+            if key[0] == "unroll":
+                outcomes[key[1]] = value
+                if properties and value.refutes_all:
+                    return [value]
+                continue
+            attempt = attempts[key[1]]
+            attempt.done[value.t] = value
+            if value.broken:  # the classes after it do not count
+                pool.drop(attempt.after(value.t))
+            settled = induction.settle(attempt.properties, attempt.classes, attempt.done)
+            if isinstance(settled, list):
+                submit(attempt, settled)
+            else:
+                pool.drop(attempt.owns)
+                induced(attempt.agent, settled)
+    finally:
+        pool.close()
+    return [outcomes[i] for i in range(len(jobs))]
 
 
 def _screen(
