@@ -307,18 +307,6 @@ def simplify(
 SEARCHED_RUNS = 5_000
 
 
-@frozen
-class _Within:
-    """The bound of :func:`.bounded.runs` for the runs of one shape."""
-
-    inputs: int
-    channels: int
-    keys: int
-    crashes: int
-    changes: int
-    agents: tuple[str, ...]
-
-
 def _crashes(steps: Sequence[Step]) -> int:
     return sum(1 for s in steps if s.kind == "crash" or s.crash_after is not None)
 
@@ -331,7 +319,7 @@ def _search(shape: bounded.Shape, contract: Contract, prop: str, crashes: int) -
     what the process asked the solver before; without a record's deliveries it may no
     longer break the property where another schedule of the same records does. This
     keeps the scenario the smallest whatever schedule the solver gave."""
-    within = _Within(
+    within = Bound(
         shape.inputs,
         max(shape.channel) + 1,
         max(shape.key) + 1,
