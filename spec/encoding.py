@@ -239,6 +239,32 @@ class Machine:
         self.monitors = Monitors(self.plan, n, k, contract.basis, op, w)
         self.saved = op.copy()
 
+    #: The machine's state for :func:`.digest.digest`: what the facts about a state
+    #: read. Not the record of the run (``decode``, ``after_epoch``, ``reach``: the
+    #: unrolling reads them), nor what only a micro-step reads (``env``, the budgets):
+    #: a micro-step's effect is in the state it leaves.
+    STATE = (
+        "contract",
+        "plan",
+        "n",
+        "c",
+        "k",
+        "f",
+        "starts",
+        "shape",
+        "slots",
+        "marks",
+        "time",
+        "op",
+        "saved",
+        "world",
+        "monitors",
+        "assumptions",
+    )
+
+    def __digest__(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.STATE)
+
     # -- helpers ---------------------------------------------------------------------
 
     def assume(self, cond: Sym) -> None:

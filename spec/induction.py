@@ -15,12 +15,13 @@ runs, and each fact of the invariant, each property's flag and a few basic facts
 asked afterwards, each as its own query on an incremental solver. Micro-step 0 starts
 from the initial state. The formula of micro-step ``t`` depends on ``t`` only through
 its epoch, whether ``t`` starts an epoch and whether it is the first: one step of each
-*class* (:func:`step_classes`) stands for all of its class, which the tests check
-formula by formula (:func:`step_formula`). The ticks of the step are counted from
-:data:`BASE` instead of the real tick: the machine only compares ticks with each other,
-so that renames no run. Each class is checked on its own (:func:`check_step_class`):
-:func:`prove` checks them in class order, ``verify`` on several cores as jobs of their
-own, put together in class order (:func:`settle`).
+*class* (:func:`step_classes`) stands for all of its class, which every check makes
+sure of by comparing the states each member starts and ends in (:func:`check_class`,
+:mod:`.digest`) and the tests formula by formula (:func:`step_formula`). The ticks
+of the step are counted from :data:`BASE` instead of the real tick: the machine only
+compares ticks with each other, so that renames no run. Each class is checked on its
+own (:func:`check_step_class`): :func:`prove` checks them in class order, ``verify`` on
+several cores as jobs of their own, put together in class order (:func:`settle`).
 
 The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIES`;
 :func:`unsupported` says which rules a contract lacks); every other contract that does
@@ -63,6 +64,7 @@ from . import logic as lg
 from .agentterms import TAG_HISTORY, Plan, output_term, run_input, write_term
 from .bound import Bound
 from .cells import Cells
+from .digest import Digest, digest, same
 from .logic import Sym
 from .properties import PROPERTIES
 
@@ -1160,6 +1162,9 @@ class Step:
     solver: z3.Solver
     goals: list[tuple[str, Any]]
     premises: list[Any]
+    #: what the check is a function of: the states the facts are assumed in and asked
+    #: in, with their epochs (:func:`.digest.digest`); equal digests, equal checks
+    digest: Digest = field(factory=list)
 
     @property
     def formula(self) -> list[Any]:
@@ -1253,6 +1258,25 @@ def build_step(
     contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str]
 ) -> Step:
     """The check of micro-step ``t`` for ``properties`` (see the module's docstring)."""
+    step = _build(contract, agent, bound, t, properties, True)
+    assert isinstance(step, Step)
+    return step
+
+
+def step_digest(
+    contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str]
+) -> Digest:
+    """The states micro-step ``t``'s check is made of (:attr:`Step.digest`), without
+    the facts about them: about a fifth of the work of :func:`build_step`."""
+    picture = _build(contract, agent, bound, t, properties, False)
+    assert not isinstance(picture, Step)
+    return picture
+
+
+def _build(
+    contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str], facts: bool
+) -> Step | Digest:
+    """:func:`build_step`, or with ``facts`` false only its digest."""
     solver = z3.Solver()
     # the old simplex: on the later epochs' steps about 1.1-1.5x less solver time than
     # the default arithmetic solver, the more the larger the bound
@@ -1290,14 +1314,17 @@ def build_step(
             ghosts.order["saved"] = [list(row) for row in ghosts.order["op"]]
     pre: list[Sym] = []
     assumed: list[Fact] = []
-    if t == 0:
+    before = m.epoch_of(t - 1) if t else None
+    if before is None:
         for v in ("op", "saved"):
             for k in range(keys):
                 ghosts.memory[v][k][0] = m.op.cell("memory", k, 0)
     else:
-        before = m.epoch_of(t - 1)
         pre = symbolic_start(m, bound, t, properties, fresh)
         ghosts.marks = list(m.marks)
+    # the facts assumed are a function of the start's state and its epoch: this picture
+    start = digest(m, ghosts, premises, pre, before)
+    if before is not None and facts:
         assumed = invariant(m, ghosts, before, properties, BASE)
         pre += [fact for _, fact in assumed]
     _track(m, ghosts)
@@ -1338,6 +1365,12 @@ def build_step(
         writes += [(mark.present, mark.time, mark.key) for mark in m.marks[marks:]]
         ghosts.tick_key = _tick_key_after(ghosts.tick_key, writes)
         ghosts.marks = list(m.marks)
+    # the rest of the check is a function of that picture and of the state after the
+    # step, its epoch and the properties: this one (the facts read only the machine's
+    # ``STATE``, which ``tests/spec/test_digest.py`` checks)
+    pictures = [*start, *digest(m, ghosts, premises, epoch, list(properties))]
+    if not facts:
+        return pictures
     premises += [lg.lift_bool(a) for a in m.assumptions] + [lg.lift_bool(f) for f in pre]
     for p in premises:
         solver.add(p)
@@ -1354,7 +1387,7 @@ def build_step(
         for name, f in invariant(m, ghosts, epoch, properties, m.time + 1)
         if lg._const(f) is not True and not (name in kept and kept[name].eq(lg.lift_bool(f)))
     ]
-    return Step(t, solver, goals, premises)
+    return Step(t, solver, goals, premises, pictures)
 
 
 _TICK_KEY = z3.Function("tick-key", z3.IntSort(), z3.IntSort())
@@ -1481,13 +1514,13 @@ def members(contract: Contract, bound: Bound, rep: int) -> list[int]:
 def check_class(
     contract: Contract, agent: str, bound: Bound, step: Step, properties: Sequence[str]
 ) -> int:
-    """Every other micro-step of ``step``'s class has the same formula (the same Z3
-    terms, names included); raises :class:`ClassMismatch` if not. Gives how many."""
+    """Every other micro-step of ``step``'s class has the same formula; raises
+    :class:`ClassMismatch` if not. Gives how many. The formulas are not built: the
+    check's formula is a function of the states it starts and ends in (its digest), so
+    their digests are compared (Z3 terms as terms, names included)."""
     others = [t for t in members(contract, bound, step.t) if t != step.t]
-    mine = step.formula
     for t in others:
-        theirs = step_formula(contract, agent, bound, t, properties)
-        if len(theirs) != len(mine) or not all(a.eq(b) for a, b in zip(mine, theirs, strict=True)):
+        if not same(step.digest, step_digest(contract, agent, bound, t, properties)):
             raise ClassMismatch(
                 f"{contract.name} / {agent} at {bound}: the check of micro-step {t} differs "
                 f"from that of micro-step {step.t}, which stands for it"
@@ -1712,6 +1745,7 @@ __all__ = [
     "prove",
     "settle",
     "step_classes",
+    "step_digest",
     "step_formula",
     "symbolic_machine",
     "symbolic_start",
