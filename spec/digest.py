@@ -86,7 +86,7 @@ def digest(*roots: object) -> Digest:
                 walk(x.__defaults__)
                 walk(x.__kwdefaults__)
         elif isinstance(x, types.MethodType):
-            out.append(("method", x.__func__.__qualname__))
+            out.append(("method",))
             walk(x.__func__)
             walk(x.__self__)
         elif isinstance(x, types.BuiltinFunctionType):

@@ -1164,7 +1164,7 @@ class Step:
     premises: list[Any]
     #: what the check is a function of: the states the facts are assumed in and asked
     #: in, with their epochs (:func:`.digest.digest`); equal digests, equal checks
-    digest: Digest = field(factory=list)
+    digest: Digest
 
     @property
     def formula(self) -> list[Any]:
