@@ -24,8 +24,8 @@ import asyncio
 import atexit
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar
 
 import fluss
 
@@ -44,6 +44,10 @@ WRITER_RETRIES = 3
 EXIT_GRACE = 0.1
 
 T = TypeVar("T")
+
+
+class Flushable(Protocol):
+    def flush(self) -> Awaitable[None]: ...
 
 
 def _grace() -> None:
@@ -129,6 +133,21 @@ class Loop:
                 self._loop.run_until_complete(asyncio.wait_for(close(), CLOSE_TIMEOUT))
         self._loop.close()
         self._loop = None
+
+
+async def acknowledged(
+    handles: Sequence[fluss.WriteResultHandle], *writers: Flushable | None
+) -> None:
+    """Wait until the server acknowledged every write of ``handles``.
+
+    A writer's ``flush`` sends what is queued and waits until each batch is done, but a
+    batch that failed (its retries used up, its table gone) is done too, and ``flush``
+    still returns normally: a write it lost would pass for acknowledged. So the flush
+    only sends, and each write's own handle says whether it landed (a
+    :class:`fluss.FlussError` if not)."""
+    await asyncio.gather(*(w.flush() for w in writers if w is not None))
+    for handle in handles:
+        await handle.wait()
 
 
 def one_line(exc: BaseException) -> str:

@@ -66,6 +66,7 @@ from .fluss_client import (
     RETRY_PAUSE,
     Loop,
     T,
+    acknowledged,
     client_config,
 )
 from .store import RecordError, StoreError, StoreStats, StoreUnavailable
@@ -242,8 +243,7 @@ class FlussStore:
 
         async def upsert() -> None:
             writer = (await self._open()).writers.new_upsert().create_writer()
-            writer.upsert(row)
-            await writer.flush()
+            await acknowledged([writer.upsert(row)], writer)
 
         self._retrying(upsert, deadline, f"registering in table {self._name(WRITERS)}")
         self.stats.round_trips += 1
@@ -322,14 +322,10 @@ class FlussStore:
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
-            for row in rows:  # a retry re-sends the same client entry ids
-                tables.log_writer.append(row)
-            for row in index:
-                tables.index_writer.upsert(row)
-            flushes = [tables.log_writer.flush()]
-            if index:
-                flushes.append(tables.index_writer.flush())
-            await asyncio.gather(*flushes)
+            # a retry re-sends the same client entry ids
+            handles = [tables.log_writer.append(row) for row in rows]
+            handles += [tables.index_writer.upsert(row) for row in index]
+            await acknowledged(handles, tables.log_writer, tables.index_writer if index else None)
 
         self._retrying(
             write,

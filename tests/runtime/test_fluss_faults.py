@@ -16,6 +16,7 @@ client's behaviour, not the runtime's, and made the restart tests fail one run i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -82,12 +83,30 @@ class PrivateFluss:
         return tablets[0]
 
     def freeze_tablet(self) -> None:
-        os.kill(self._tablet().pid, signal.SIGSTOP)
+        """Stop the tablet server; return once every one of its threads has stopped (a
+        signal reaches each thread on its own, a busy one a little later)."""
+        pid = self._tablet().pid
+        os.kill(pid, signal.SIGSTOP)
         self.frozen = True
+        deadline = time.monotonic() + 10.0
+        while (running := _running_threads(pid)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not running, f"threads {running} of the tablet server did not stop"
 
     def resume_tablet(self) -> None:
         os.kill(self._tablet().pid, signal.SIGCONT)
         self.frozen = False
+
+
+def _running_threads(pid: int) -> list[int]:
+    """The threads of ``pid`` that are not stopped (state ``T`` in ``/proc``)."""
+    running = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state not in ("T", "t"):
+                running.append(int(task.name))
+    return running
 
 
 @pytest.fixture(scope="module")
