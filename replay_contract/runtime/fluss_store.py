@@ -38,6 +38,10 @@ Writes whose outcome is unknown
     lands after is ignored by every reader. Registration reads all generations, so
     connecting costs two round trips; clients of one namespace never run concurrently.
 
+A write counts as done only when each of its rows' handles says the server acknowledged
+it: a writer's ``flush`` also returns normally after a batch that failed
+(:func:`.fluss_client.acknowledged`).
+
 A row that cannot be decoded stops the read with :class:`~.store.RecordError` naming the
 table, bucket and offset.
 """
