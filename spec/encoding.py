@@ -384,20 +384,22 @@ class Machine:
         return ranks
 
     def ordered_keys(self, ranks: list[Sym]) -> list[tuple[Sym, Sym]]:
-        """The keys by rank: ``(key, present)`` for each place; absent ranks last."""
-        places = [
-            lg.count([lg.lt(ranks[b], ranks[a]) for b in range(self.k) if b != a])
-            for a in range(self.k)
-        ]
+        """The keys by rank: ``(key, present)`` for each place, the present keys (rank
+        below ``ABSENT``) first, a place without one ``(0, False)``. Sorted by a network
+        of compare-exchanges (each place's rank is then at most the next one's, and every
+        key is at some place, which a solver sees at once); of two equal ranks the lower
+        key comes first."""
+        places: list[tuple[Sym, Sym]] = [(rank, a) for a, rank in enumerate(ranks)]
+        for last in range(self.k - 1, 0, -1):
+            for i in range(last):
+                (low_rank, low), (high_rank, high) = places[i], places[i + 1]
+                swap = lg.lt(high_rank, low_rank)
+                places[i] = (lg.ite(swap, high_rank, low_rank), lg.ite(swap, high, low))
+                places[i + 1] = (lg.ite(swap, low_rank, high_rank), lg.ite(swap, low, high))
         out = []
-        for j in range(self.k):
-            key: Sym = 0
-            present: Sym = False
-            for a in range(self.k - 1, -1, -1):
-                here = lg.and_(lg.eq(places[a], j), lg.lt(ranks[a], ABSENT))
-                key = lg.ite(here, a, key)
-                present = lg.or_(present, here)
-            out.append((key, present))
+        for rank, key in places:
+            present = lg.lt(rank, ABSENT)
+            out.append((lg.ite(present, key, 0), present))
         return out
 
     def find(
