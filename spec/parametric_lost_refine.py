@@ -1,0 +1,224 @@
+"""Experimental: is every micro-step of :mod:`.encoding`'s machine under ``ordered`` a
+step of the model of :mod:`.parametric_lost` (``no-lost-input``)?
+
+As :mod:`.parametric_ordered_refine` does for the reuse properties: the concrete
+:class:`~.encoding.Machine` is driven micro-step by micro-step on the runs of a small
+bound (every run, or a random sample). Before and after each micro-step its state is
+read and bound to a pre- and a post-state of :func:`.parametric_lost.step`: per view
+each key's ``next``, ``expected-end``, ``diverge-at`` and whether it is ``inserted``,
+and each record's ``delivered``, ``accepted`` (the monitor's) and ``waiting``; the
+world's ``up`` (and no crash point reached), phase, ``after``, ``key``, ``after-arg``,
+``order`` and ``order-in``, and no-lost-input's flag. The model's ghosts of the end are
+computed from the machine's order (``cnt``: the places that hold a key; ``idx``: each
+present key's place). The solver must find the model's choices (the move, the records,
+the restore's keys, the end's order) that make the transition relation hold, with its
+universals instantiated at every record, key and place of the bound and at the step's
+own terms. A micro-step the model cannot take is a place where the model is not an
+over-approximation of the machine.
+
+This is testing, not proof: it covers the runs it is given.
+
+Run: ``python -m replay_contract.spec.parametric_lost_refine [--random N] [--bound ...]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import z3
+
+from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.model import bounded
+from replay_contract.model.contracts import ORDERED
+
+from . import encoding as enc
+from . import parametric_lost as pl
+from . import parametric_refine as pr
+from .bound import Bound, BoundError, parse
+from .monitors import flag
+from .parametric import INT, count, keyOf
+from .parametric_refine import DEFAULT_BOUND, Snapshot, machine_of, runs_of
+from .properties import NO_LOST_INPUT
+
+#: what the machine did in a run, counted over the runs checked (``Machine.reach``),
+#: and whether it reached the end of input and the end's loop took a waiting input
+REACH = ("crash", "restore", "wait", "end", "end takes")
+
+
+@dataclass
+class Outcome(pr.Outcome):
+    """The runs checked, those with a micro-step the model cannot take, and how many
+    runs reached each of :data:`REACH`."""
+
+    reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REACH, 0))
+
+
+def snapshot(m: enc.Machine) -> Snapshot:
+    """What the model sees of the concrete machine's state."""
+    views = {}
+    for name, cells in (("op", m.op), ("sv", m.saved)):
+        views[name] = {
+            "nxt": [cells.cell("next", k) for k in range(m.k)],
+            "ee": [cells.cell("expected-end", k) for k in range(m.k)],
+            "da": [cells.cell("diverge-at", k) for k in range(m.k)],
+            "ins": [cells.cell("inserted", k) != enc.ABSENT for k in range(m.k)],
+            "dl": [bool(cells.cell("delivered", r)) for r in range(m.n)],
+            "ac": [bool(cells.cell("accepted", r)) for r in range(m.n)],
+            "wt": [bool(cells.cell("waiting", r)) for r in range(m.n)],
+        }
+    w = m.world
+    order = [w.cell("order", j) for j in range(m.k)]
+    oin = [bool(w.cell("order-in", j)) for j in range(m.k)]
+    idx = {}
+    for j in range(m.k - 1, -1, -1):
+        if oin[j]:
+            idx[order[j]] = j
+    return {
+        "views": views,
+        "up": bool(w["up"]) and bool(m.live()),
+        "ph": w["phase"],
+        "aft": w["after"],
+        "cur": w["key"],
+        "arg": w["after-arg"],
+        "order": order,
+        "oin": oin,
+        "cnt": sum(oin),
+        "idx": idx,
+        "flag": bool(w[flag(NO_LOST_INPUT)]),
+    }
+
+
+def _bools(values: Sequence[bool]) -> z3.ArrayRef:
+    a = z3.K(INT, z3.BoolVal(False))
+    for i, x in enumerate(values):
+        a = z3.Store(a, i, x)
+    return a
+
+
+def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
+    """The model's state ``st`` is the machine's snapshot ``snap``."""
+    out: list[z3.BoolRef] = []
+    for name in ("op", "sv"):
+        v, data = getattr(st, name), snap["views"][name]
+        for k, x in enumerate(data["nxt"]):
+            out += [v.nxt[k] == x, v.ee[k] == data["ee"][k], v.da[k] == data["da"][k]]
+        out.append(v.ins == _bools(data["ins"]))
+        out += [getattr(v, f) == _bools(data[f]) for f in pl.RECORDED]
+    out += [
+        st.up == snap["up"],
+        st.ph == snap["ph"],
+        st.aft == snap["aft"],
+        st.cur == snap["cur"],
+        st.arg == snap["arg"],
+        st.oin == _bools(snap["oin"]),
+        st.cnt == snap["cnt"],
+        st.flag == snap["flag"],
+    ]
+    out += [st.order[j] == x for j, x in enumerate(snap["order"])]
+    out += [st.idx[k] == j for k, j in snap["idx"].items()]
+    return out
+
+
+def check_run(
+    bound: Bound,
+    shape: bounded.Shape,
+    node: bounded.Node,
+    o: pl.Options,
+    timeout_ms: int,
+    reached: dict[str, int] | None = None,
+) -> list[str]:
+    """The first micro-step of one run the model cannot take (empty: it takes all);
+    counts in ``reached`` what the run reached (when it is taken in full)."""
+    m = machine_of(ORDERED, bound, shape, node)
+    before = snapshot(m)
+    records = [z3.IntVal(r) for r in range(bound.inputs)]
+    keys = [z3.IntVal(k) for k in range(bound.keys)]
+    places = [z3.IntVal(j) for j in range(-1, bound.keys + 2)]
+    ended = takes = False
+    for t in range(m.steps):
+        m.micro_step(t)
+        after = snapshot(m)
+        a, b = pl.fresh_state("a"), pl.fresh_state("b")
+        tr = pl.step(a, b, o)
+        hyps = list(tr.cons) + bind(a, before) + bind(b, after)
+        hyps += [keyOf(r) == shape.key[r] for r in range(shape.inputs)]
+        rs, ks, js = records + tr.records, keys + tr.keys, places + tr.places
+        hyps += [u(r) for u in tr.univ_r for r in rs]
+        hyps += [u(k) for u in tr.univ_k for k in ks]
+        hyps += [u(j) for u in tr.univ_j for j in js]
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*hyps)
+        res = solver.check()
+        if res != z3.sat:
+            return [f"micro-step {t} ({res}): {[str(s) for s in node.steps]}"]
+        looping = before["ph"] == enc.ADVANCE and before["aft"] == enc.AFTER_END
+        ended = ended or after["aft"] == enc.AFTER_END
+        gone = [
+            r
+            for r in range(bound.inputs)
+            if before["views"]["op"]["wt"][r] and not after["views"]["op"]["wt"][r]
+        ]
+        takes = takes or (looping and bool(gone))
+        before = after
+    if reached is not None:
+        for name in ("crash", "restore", "wait"):
+            reached[name] += bool(m.reach[name])
+        reached["end"] += ended
+        reached["end takes"] += takes
+    return []
+
+
+def check_runs(
+    bound: Bound,
+    sample: int = 0,
+    variant: str = "",
+    timeout_ms: int = 60_000,
+    seed: int = 1,
+    stop_after: int = 3,
+) -> Outcome:
+    """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
+    runs, each against the model (of ``variant``: a broken one may fail); stops after
+    ``stop_after`` failing runs."""
+    out = Outcome()
+    o = pl.Options(variant=variant)
+
+    def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
+        return check_run(bound, shape, node, o, timeout_ms, out.reached)
+
+    return pr.check_each(runs_of(ORDERED, bound, sample, seed), one, out, stop_after)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: 0 if every micro-step checked is a step of the model."""
+    ap = OneLineParser(
+        prog="python -m replay_contract.spec.parametric_lost_refine",
+        description="Every micro-step of the machine of spec/encoding.py under ordered on the "
+        "runs of a bound is a step of the parametric model of no-lost-input (experimental).",
+    )
+    ap.add_argument("--bound", default=DEFAULT_BOUND)
+    ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
+    ap.add_argument("--variant", default="", choices=pl.VARIANTS, help="a broken model")
+    ap.add_argument("--seed", type=count, default=1, help="of the random runs")
+    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
+    args = ap.parse_args(argv)
+    try:
+        bound = parse(args.bound)
+    except BoundError as e:
+        ap.error(str(e))
+    done = check_runs(bound, args.random, args.variant, args.timeout * 1000, args.seed)
+    print(
+        f"refinement {args.bound} variant={args.variant or 'ordered'}: {done.runs} runs "
+        f"checked, {len(done.failures)} with a micro-step the model cannot take "
+        f"({done.seconds:.1f} s); runs that reached "
+        + ", ".join(f"{name} {n}" for name, n in done.reached.items())
+    )
+    for shape, bad in done.failures:
+        print(f"  {shape}: {bad[0]}")
+    return 1 if done.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
