@@ -23,6 +23,7 @@ Run: ``python -m replay_contract.spec.parametric_lost_refine [--random N] [--bou
 
 from __future__ import annotations
 
+import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -171,6 +172,31 @@ def check_run(
     return []
 
 
+#: how many random runs :func:`waiting_runs` draws, at most, per run it keeps
+DRAWS = 200
+
+
+def waiting_runs(
+    bound: Bound, wanted: int, seed: int = 1
+) -> list[tuple[bounded.Shape, bounded.Node]]:
+    """``wanted`` random runs of ``bound`` under ``ordered`` that leave an input waiting
+    (the machine is run concretely first, which costs little beside the solver); fewer
+    if that many are not among ``DRAWS`` times as many random runs."""
+    rng = random.Random(seed)
+    shapes = list(bounded.shapes(bound))
+    out: list[tuple[bounded.Shape, bounded.Node]] = []
+    for _ in range(DRAWS * wanted):
+        if len(out) == wanted:
+            break
+        shape = rng.choice(shapes)
+        node = bounded.random_run(shape, ORDERED, bound, rng.randrange)
+        m = machine_of(ORDERED, bound, shape, node)
+        m.run()
+        if m.reach["wait"]:
+            out.append((shape, node))
+    return out
+
+
 def check_runs(
     bound: Bound,
     sample: int = 0,
@@ -178,17 +204,21 @@ def check_runs(
     timeout_ms: int = 60_000,
     seed: int = 1,
     stop_after: int = 3,
+    waiting: int = 0,
 ) -> Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
-    runs, each against the model (of ``variant``: a broken one may fail); stops after
-    ``stop_after`` failing runs."""
+    runs, and ``waiting`` random runs that leave an input waiting, each against the model
+    (of ``variant``: a broken one may fail); stops after ``stop_after`` failing runs."""
     out = Outcome()
     o = pl.Options(variant=variant)
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
         return check_run(bound, shape, node, o, timeout_ms, out.reached)
 
-    return pr.check_each(runs_of(ORDERED, bound, sample, seed), one, out, stop_after)
+    runs = waiting_runs(bound, waiting, seed) if waiting else []
+    if sample or not waiting:
+        runs += runs_of(ORDERED, bound, sample, seed)
+    return pr.check_each(runs, one, out, stop_after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,6 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--bound", default=DEFAULT_BOUND)
     ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
     ap.add_argument("--variant", default="", choices=pl.VARIANTS, help="a broken model")
+    ap.add_argument(
+        "--waiting", type=count, default=0, help="that many random runs that leave an input waiting"
+    )
     ap.add_argument("--seed", type=count, default=1, help="of the random runs")
     ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
     args = ap.parse_args(argv)
@@ -208,7 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         bound = parse(args.bound)
     except BoundError as e:
         ap.error(str(e))
-    done = check_runs(bound, args.random, args.variant, args.timeout * 1000, args.seed)
+    done = check_runs(
+        bound, args.random, args.variant, args.timeout * 1000, args.seed, waiting=args.waiting
+    )
     print(
         f"refinement {args.bound} variant={args.variant or 'ordered'}: {done.runs} runs "
         f"checked, {len(done.failures)} with a micro-step the model cannot take "
