@@ -15,7 +15,12 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
 - ``frontier``: the bounds the explorer finishes within a deadline (five minutes unless
   told), found by growing one dimension at a time from a base bound, and Z3 against the
   explorer at each largest one (no dimension can grow without the explorer running out
-  of time); the row with the most runs is the largest bound the explorer finishes.
+  of time); the row with the most runs is the largest bound the explorer finishes;
+- ``parametric``: the experimental parametric induction steps of ``ordered``
+  (docs/parametric.md), whose queries do not depend on the bound: each model and agent
+  as a job of its own, one worker per core, and the wall-clock time of all of them.
+  They cover five of the six properties (not ``complete-reuse``), and the models'
+  refinement of the machine is tested on runs, not proved: ``verify`` does not use them.
 
 ``--engine induction`` proves the ``proofs``, ``ordered``, ``explorer``, ``growth`` and
 ``frontier`` sections with the induction engine where it applies (:mod:`.induction`),
@@ -29,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from attrs import evolve
@@ -41,6 +48,7 @@ from replay_contract.model.bounded import Exploration, explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
 
+from . import parametric_lost, parametric_ordered
 from .bound import DEFAULT, Bound, BoundError, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import Result, verify_contract
@@ -317,8 +325,72 @@ def frontier(
     return out
 
 
+#: The parametric steps of ``ordered``: (model, agent, properties); ``lost`` is the
+#: model of :mod:`.parametric_lost` (no agent: it has no store).
+PARAMETRIC = (
+    ("ordered", "chain", "no-stale-reuse,divergence-safeguard,key-isolation,equivalent-outcome"),
+    ("ordered", "stateful", "no-stale-reuse,divergence-safeguard,key-isolation,equivalent-outcome"),
+    ("lost", "", "no-lost-input"),
+)
+
+
+def _parametric_job(job: tuple[str, str, str], timeout: float) -> dict[str, Any]:
+    model, agent, props = job
+    t0 = time.perf_counter()
+    if model == "lost":
+        rows = parametric_lost.check_step(parametric_lost.Options(), int(timeout * 1000))
+    else:
+        o = parametric_ordered.Options(
+            entries=1 if agent == "stateful" else 2, safeguard=True, isolation=True, outcome=True
+        )
+        rows = parametric_ordered.check_step(o, int(timeout * 1000))
+    seconds = time.perf_counter() - t0
+    bad = [name for name, res, _ in rows if res != "unsat"]
+    return {
+        "model": model,
+        "agent": agent or "-",
+        "properties": props,
+        "facts": len(rows),
+        "kept": len(rows) - len(bad),
+        "not kept": ",".join(bad) or "-",
+        "seconds": round(seconds, 2),
+    }
+
+
+def parametric(timeout: float) -> list[dict[str, Any]]:
+    """The parametric steps of ``ordered`` (:data:`PARAMETRIC`), one worker per core."""
+    _say(f"parametric: {len(PARAMETRIC)} steps on {os.cpu_count()} cores")
+    t0 = time.perf_counter()
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
+        rows = list(pool.map(_parametric_job, PARAMETRIC, [timeout] * len(PARAMETRIC)))
+    wall = time.perf_counter() - t0
+    facts = sum(r["facts"] for r in rows)
+    kept = sum(r["kept"] for r in rows)
+    rows.append(
+        {
+            "model": "all (wall clock)",
+            "agent": "-",
+            "properties": "all but complete-reuse",
+            "facts": facts,
+            "kept": kept,
+            "not kept": "-" if kept == facts else "see above",
+            "seconds": round(wall, 2),
+        }
+    )
+    return rows
+
+
 #: The sections of the benchmark, in the order they run.
-SECTIONS = ("proofs", "ordered", "counterexamples", "explorer", "growth", "frontier")
+SECTIONS = (
+    "proofs",
+    "ordered",
+    "counterexamples",
+    "explorer",
+    "growth",
+    "frontier",
+    "parametric",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -422,6 +494,8 @@ def _run(args: argparse.Namespace) -> int:
             args.timeout,
             args.engine,
         )
+    if "parametric" in only:
+        record["parametric"] = parametric(args.timeout)
     print(json.dumps(record, indent=2) if args.json else _text(record))
     return 0
 

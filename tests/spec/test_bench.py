@@ -10,7 +10,15 @@ import pytest
 
 from replay_contract.model import bounded
 from replay_contract.model.contracts import SEQNUM
-from replay_contract.spec.bench import DIMENSIONS, _grown, _smaller, frontier, growth
+from replay_contract.spec.bench import (
+    DIMENSIONS,
+    PARAMETRIC,
+    _grown,
+    _parametric_job,
+    _smaller,
+    frontier,
+    growth,
+)
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
 
@@ -178,3 +186,14 @@ def test_the_proofs_section_says_which_engine_answered() -> None:
     assert rows["no-stale-reuse"]["engine"] == "induction"
     assert rows["no-stale-reuse"]["met"] == "yes"
     assert rows["complete-reuse"]["engine"] == "unrolling"
+
+
+def test_the_parametric_section_reports_each_step() -> None:
+    lost = next(job for job in PARAMETRIC if job[0] == "lost")
+    row = _parametric_job(lost, 60.0)
+    assert row["properties"] == "no-lost-input"
+    assert row["facts"] == row["kept"] > 10
+    assert row["not kept"] == "-"
+    # every property but complete-reuse has a parametric step
+    covered = {p for _, _, props in PARAMETRIC for p in props.split(",")}
+    assert covered == set(PROPERTIES) - {"complete-reuse"}
