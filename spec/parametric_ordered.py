@@ -166,6 +166,8 @@ class OView:
     FM: z3.ArrayRef
     OE: z3.ArrayRef
     FF: z3.ArrayRef
+    #: complete-reuse: the monitor's accepted inputs per record (``accepted``)
+    ac: z3.ArrayRef
 
 
 @dataclass
@@ -199,12 +201,24 @@ class OState:
     #: equivalent-outcome: what each slot read (its saved writes and output are the
     #: agent's terms of its input and reads; the property is a fact, not a flag)
     rd: z3.ArrayRef
+    #: complete-reuse: the monitor's ``saved-once`` (input code -> entry -> saved) and
+    #: ``repeated`` (record), the ghost ``excused`` per key (monotone: see
+    #: :func:`step`), the ghost ``position`` of each input (where it was last
+    #: accepted: key -> input code -> position) and the ghost witness ``WS`` (input
+    #: code -> entry -> slot) of a completion saved once that is still there
+    SO: z3.ArrayRef
+    REP: z3.ArrayRef
+    XC: z3.ArrayRef
+    POS: z3.ArrayRef
+    WS: z3.ArrayRef
 
 
 STORE = ("pres", "rec", "ver", "pos", "ent", "tim", "void", "pre", "sera", "ord")
 VIEW = ("nxt", "H", "G", "marker", "ee", "X", "da")
 #: the views' part of equivalent-outcome
 OUTCOME = ("M", "FM", "OE", "FF")
+#: the views' part of complete-reuse
+COMPLETE = ("ac",)
 
 
 def fresh_view(name: str) -> OView:
@@ -220,12 +234,13 @@ def fresh_view(name: str) -> OView:
         z3.Array(f"{name}.failure-free", INT, INT),
         z3.Array(f"{name}.outputs-equal", INT, BOOL),
         z3.Array(f"{name}.FF", INT, HIST),
+        z3.Array(f"{name}.accepted", INT, BOOL),
     )
 
 
 def pick(cond: z3.BoolRef, x: OView, y: OView, **over: z3.ExprRef) -> OView:
     """The view ``x`` if ``cond``, else ``y``; ``over`` replaces some fields."""
-    names = (*VIEW, *OUTCOME)
+    names = (*VIEW, *OUTCOME, *COMPLETE)
     vals = {n: over.get(n, z3.If(cond, getattr(x, n), getattr(y, n))) for n in names}
     return OView(**vals)
 
@@ -261,6 +276,11 @@ def fresh_state(tag: str) -> OState:
         z3.Bool(f"{tag}.flag2"),
         z3.Bool(f"{tag}.flag3"),
         z3.Array(f"{tag}.reads", INT, INT),
+        z3.Array(f"{tag}.saved-once", INT, z3.ArraySort(INT, BOOL)),
+        z3.Array(f"{tag}.repeated", INT, BOOL),
+        z3.Array(f"{tag}.excused", INT, BOOL),
+        z3.Array(f"{tag}.position", INT, HIST),
+        z3.Array(f"{tag}.WS", INT, HIST),
     )
 
 
@@ -274,10 +294,17 @@ VARIANTS = (
     "every-key",
     "forget-memory",
     "other-reads",
+    "unexcused-divergence",
+    "accept-again",
 )
 
 #: the variants that change nothing without an option: the option they need
-VARIANT_NEEDS = {"forget-memory": "outcome", "other-reads": "outcome"}
+VARIANT_NEEDS = {
+    "forget-memory": "outcome",
+    "other-reads": "outcome",
+    "unexcused-divergence": "complete",
+    "accept-again": "complete",
+}
 
 
 def variant_error(variant: str, given: Container[str]) -> str | None:
@@ -318,6 +345,11 @@ class Options:
     #: two); its variants: "forget-memory" (a restore keeps the live memory),
     #: "other-reads" (a completion saves reads other than those it ran with)
     outcome: bool = False
+    #: also the store's half of complete-reuse: a repeated tool call finds its key
+    #: excused, given that a kept divergence does and an accepted input is not accepted
+    #: again (guards of the step); its variants: "unexcused-divergence" (a divergence
+    #: needs no excuse), "accept-again" (an accepted input may be accepted again)
+    complete: bool = False
 
 
 def plan_of(o: Options) -> Plan:
@@ -511,6 +543,42 @@ def key_facts(st: OState, k: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
         )
         out.append(("saved outcome", z3.And(sv.M[k] == sv.FM[k], sv.OE[k])))
         out.append(("equivalent outcome", z3.Implies(up, z3.And(op.M[k] == op.FM[k], op.OE[k]))))
+    if o.complete:
+        for name, v, guard in (("op", op, up), ("sv", sv, z3.BoolVal(True))):
+            # the recorded inputs ahead are where each was last accepted (so distinct)
+            out.append(
+                (
+                    f"recorded once {name}",
+                    z3.Implies(z3.And(guard, v.nxt[k] <= q, q < E), st.POS[k][v.G[k][q]] == q),
+                )
+            )
+    return out
+
+
+def record_facts(st: OState, r: z3.ArithRef, o: Options) -> Facts:
+    """The facts about record ``r`` (complete-reuse's store half)."""
+    if not o.complete:
+        return []
+    k = keyOf(r)
+    out: Facts = []
+    for name, v, guard in (("op", st.op, st.up), ("sv", st.sv, z3.BoolVal(True))):
+        parts = []
+        for ver in (0, 1):
+            cd = code(r, z3.IntVal(ver))
+            for e in range(o.entries):
+                w = st.WS[cd][e]
+                there = z3.And(
+                    valid(st, v, w),
+                    st.ent[w] == e,
+                    st.rec[w] == r,
+                    st.ver[w] == ver,
+                    v.nxt[k] <= st.pos[w],
+                )
+                parts.append(
+                    z3.Implies(z3.And(guard, st.SO[cd][e], z3.Not(v.ac[r])), z3.Or(st.XC[k], there))
+                )
+        out.append((f"saved once still there {name}", z3.And(*parts)))
+    out.append(("repeated excused", z3.Implies(st.REP[r], st.XC[k])))
     return out
 
 
@@ -534,8 +602,9 @@ def fact_names(o: Options | None = None) -> list[str]:
     """The names of the invariant's facts with the options ``o`` (``--drop`` takes
     them; None: with every option)."""
     st = fresh_state("names")
-    o = o or Options(safeguard=True, isolation=True, outcome=True)
-    return [n for n, _ in all_facts(st, z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]
+    o = o or Options(safeguard=True, isolation=True, outcome=True, complete=True)
+    facts = all_facts(st, z3.Int("s"), z3.Int("k"), z3.Int("q"), o)
+    return [n for n, _ in facts + record_facts(st, z3.Int("r"), o)]
 
 
 def bounds(st: OState, s: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.BoolRef]:
@@ -567,6 +636,7 @@ class Step:
     slots: list[z3.ArithRef] = field(default_factory=list)
     keys: list[z3.ArithRef] = field(default_factory=list)
     positions: list[z3.ArithRef] = field(default_factory=list)
+    records: list[z3.ArithRef] = field(default_factory=list)
     #: terms of the restore's scan: (key term -> the scan's end), Skolem functions
     scan_end: z3.ArrayRef | None = None
     sel: z3.FuncDeclRef | None = None
@@ -719,6 +789,16 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     if o.variant != "no-wait":
         c.append(z3.Implies(acc, z3.Or(head, free)))
     recorded = head  # take_head: the input is already recorded
+    st.records.append(r)
+    if o.complete and o.variant != "accept-again":
+        # guards (see Options.complete): the input is not accepted yet, so it is not in
+        # the history either
+        c.append(z3.Implies(acc, z3.Not(op2.ac[r])))
+
+        def fresh_input(_: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
+            return z3.Implies(z3.And(acc, q >= 0, q < p), op2.H[k][q] != cd)
+
+        st.univ_kq.append(fresh_input)
     prefix = op2.H[k]
     # equivalent-outcome: the live memory through the plan, the failure-free run
     plan = plan_of(o)
@@ -752,6 +832,7 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     )  # fmt: skip
     E, W = a.E, a.W
     flag = a.flag
+    SO, REP, WS = a.SO, a.REP, a.WS
     ordered: z3.BoolRef = recorded
     if o.variant == "no-order-record":
         ordered = z3.BoolVal(True)
@@ -816,12 +897,16 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
                 mem = agent_term(entry, "write", cd, used)
         tick(acc)
         miss = z3.And(acc, z3.Not(hit))
+        called = z3.And(miss, live(eff))
+        REP = z3.If(z3.And(called, SO[cd][e]), z3.Store(REP, r, True), REP)
         eff = eff + z3.If(miss, 1, 0)  # the tool call
         tick(acc)
         carries = z3.Not(ordered)
         saved = z3.And(miss, live(eff))
         eff = eff + z3.If(miss, 1, 0)
         sid = z3.Int(f"{tag}save{e}.slot")
+        SO = z3.If(saved, z3.Store(SO, cd, z3.Store(SO[cd], e, True)), SO)
+        WS = z3.If(saved, z3.Store(WS, cd, z3.Store(WS[cd], e, sid)), WS)
         c.append(z3.Implies(acc, z3.Not(pres[sid])))
         st.slots.append(sid)
         now = tick(acc)
@@ -891,6 +976,15 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         flag3 = z3.Or(a.flag3, z3.And(kept_div, target != k, voids_some))
 
     st.univ_s.append(voided)
+    if o.complete:
+        # the ghost excuse only grows; a kept divergence finds its key excused (a guard:
+        # see Options.complete)
+        def excused(x: z3.ArithRef) -> z3.BoolRef:
+            return z3.Implies(a.XC[x], b.XC[x])
+
+        st.univ_k.append(excused)
+        if o.variant != "unexcused-divergence":
+            c.append(z3.Implies(kept_div, b.XC[k]))
     E_div = z3.If(kept_div, z3.Store(a.E, k, p), a.E)
     effects = z3.If(acc, eff, z3.If(div, 1, 0))
     # -- the post-state
@@ -938,6 +1032,14 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     c.append(b.now >= last[-1])
     c.append(b.era == era2)
     c.append(b.flag == flag)
+    if o.complete:
+        live_view["ac"] = z3.If(acc, z3.Store(op2.ac, r, True), op2.ac)
+        c.append(z3.Implies(b.up, b.op.ac == live_view["ac"]))
+        c.append(b.sv.ac == sv1.ac)
+        c.append(z3.If(acc, SO, a.SO) == b.SO)
+        c.append(z3.If(acc, REP, a.REP) == b.REP)
+        c.append(z3.If(acc, WS, a.WS) == b.WS)
+        c.append(z3.If(kept, z3.Store(a.POS, k, z3.Store(a.POS[k], cd, p)), a.POS) == b.POS)
     if o.safeguard:
         c.append(z3.If(acc, recd, a.recd) == b.recd)
         c.append(z3.If(acc, divd, a.divd) == b.divd)
@@ -966,6 +1068,8 @@ def initial(st: OState) -> list[z3.BoolRef]:
         st.divd == z3.K(INT, z3.K(INT, z3.IntVal(-1))),
         z3.Not(st.flag2),
         z3.Not(st.flag3),
+        z3.K(INT, z3.K(INT, z3.BoolVal(False))) == st.SO,
+        z3.K(INT, z3.BoolVal(False)) == st.REP,
     ]
     for v in (st.op, st.sv):
         out += [
@@ -979,6 +1083,7 @@ def initial(st: OState) -> list[z3.BoolRef]:
             z3.K(INT, z3.IntVal(0)) == v.FM,
             z3.K(INT, z3.BoolVal(True)) == v.OE,
             z3.K(INT, z3.K(INT, z3.IntVal(0))) == v.FF,
+            z3.K(INT, z3.BoolVal(False)) == v.ac,
         ]
     return out
 
@@ -987,21 +1092,29 @@ def check_initial(o: Options, timeout_ms: int) -> Rows:
     a = fresh_state("i")
     s0, k0, q0 = z3.Int("s0"), z3.Int("k0"), z3.Int("q0")
     out: Rows = []
-    for name, fact in all_facts(a, s0, k0, q0, o):
+    for name, fact in all_facts(a, s0, k0, q0, o) + record_facts(a, z3.Int("r0"), o):
         res, dt = solve([fact], initial(a), timeout_ms)
         out.append((name, res, dt))
     return out
 
 
 def _terms(
-    a: OState, tr: Step, s0: z3.ArithRef, k0: z3.ArithRef, q0: z3.ArithRef
-) -> tuple[list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef]]:
-    """The slot, key and position terms of a step query (manual instantiation)."""
+    a: OState,
+    tr: Step,
+    s0: z3.ArithRef,
+    k0: z3.ArithRef,
+    q0: z3.ArithRef,
+    o: Options,
+    r0: z3.ArithRef | None = None,
+) -> tuple[list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef]]:
+    """The slot, key, position and record terms of a step query (manual instantiation)."""
     assert tr.scan_end is not None and tr.sel is not None
     keys = [k0, *tr.keys]
     base = [q0, *tr.positions]
+    records = [*([r0] if r0 is not None else []), *tr.records] if o.complete else []
     # the carriers the proofs name: the ghost index at the key terms' interesting
     # positions, and the restore scan's selections
+    keys += [keyOf(x) for x in records]
     pos_of_key: list[z3.ArithRef] = []
     for k in keys:
         pos_of_key += [a.sv.nxt[k], a.op.nxt[k], a.E[k], tr.scan_end[k]]
@@ -1011,10 +1124,17 @@ def _terms(
             ghost_slots.append(a.W[k][q])
         for q in (*base, a.E[k]):
             ghost_slots.append(tr.sel(k, q))
-    slots = [s0, *tr.slots, *ghost_slots]
+    # complete-reuse: the completions saved once that are still there
+    saved_once = [
+        a.WS[code(x, z3.IntVal(ver))][e]
+        for x in records
+        for ver in (0, 1)
+        for e in range(o.entries)
+    ]
+    slots = [s0, *tr.slots, *ghost_slots, *saved_once]
     keys += [keyOf(a.rec[s]) for s in [s0, *tr.slots]]
-    positions = [*base, *pos_of_key, *(a.pos[s] for s in [s0, *tr.slots])]
-    return slots, keys, positions
+    positions = [*base, *pos_of_key, *(a.pos[s] for s in [s0, *tr.slots, *saved_once])]
+    return slots, keys, positions, records
 
 
 #: the facts that depend on their position argument (the others are instantiated once)
@@ -1031,6 +1151,8 @@ POINTWISE = (
     "ghost memory chain op",
     "ghost memory chain sv",
     "ghost memories agree",
+    "recorded once op",
+    "recorded once sv",
 )
 
 
@@ -1041,6 +1163,7 @@ def instances(
     slots: Sequence[z3.ArithRef],
     keys: Sequence[z3.ArithRef],
     positions: Sequence[z3.ArithRef],
+    records: Sequence[z3.ArithRef] = (),
 ) -> list[z3.BoolRef]:
     """The invariant's and the step's universals at the terms of a query (each distinct
     instance once). The scan's "no carrier where none was found" is needed only where
@@ -1067,23 +1190,39 @@ def instances(
         for q in rest:
             add([f for n, f in _kept(key_facts(a, k, q, o), o) if n in POINTWISE])
         add([u(k, q) for u in tr.univ_kq for q in positions])
+    for x in records:
+        add([f for _, f in _kept(record_facts(a, x, o), o)])
     return list(out.values())
 
 
-def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
-    """Each fact after the step (``unsat`` = kept), for a fresh slot, key and position."""
-    a, b = fresh_state("a"), fresh_state("b")
-    s0, k0, q0 = z3.Int("s0"), z3.Int("k0"), z3.Int("q0")
-    tr = step(a, b, o)
+#: the facts of complete-reuse's store half (``--complete``): asked with the terms of
+#: the records as well; the others without them (fewer instances, and the same
+#: answers: an instance is a hypothesis the others do not need)
+COMPLETE_FACTS = (
+    "recorded once op",
+    "recorded once sv",
+    "saved once still there op",
+    "saved once still there sv",
+    "repeated excused",
+)
+
+
+def _hypotheses(
+    a: OState, tr: Step, o: Options, terms: tuple[list[z3.ArithRef], ...], k0: z3.ArithRef
+) -> list[z3.BoolRef]:
+    """The step, the invariant before it and the step's universals (at ``terms`` with
+    ``manual``), and the bound."""
+    slots, keys, positions, records = terms
+    s0 = slots[0]
     hyps = list(tr.cons)
-    post = [(n, f) for n, f in _kept(all_facts(b, s0, k0, q0, o), o) if not o.only or n in o.only]
-    slots, keys, positions = _terms(a, tr, s0, k0, q0)
     if o.mode == "manual":
-        hyps += instances(a, tr, o, slots, keys, positions)
+        hyps += instances(a, tr, o, slots, keys, positions, records)
     else:
         x, y, z = z3.Int("xs"), z3.Int("yk"), z3.Int("zq")
         hyps += [z3.ForAll([x, z], f) for _, f in _kept(slot_facts(a, x, z, o), o)]
         hyps += [z3.ForAll([y, z], f) for _, f in _kept(key_facts(a, y, z, o), o)]
+        w = z3.Int("wr")
+        hyps += [z3.ForAll([w], f) for _, f in _kept(record_facts(a, w, o), o)]
         hyps += [z3.ForAll([x], u(x)) for u in tr.univ_s]
         hyps += [z3.ForAll([y], u(y)) for u in tr.univ_k]
         hyps += [z3.ForAll([y, z], u(y, z)) for u in tr.univ_kq]
@@ -1094,25 +1233,45 @@ def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
         hyps += bounds(a, s, k0, o)
     for k in keys:
         hyps += bounds(a, s0, k, o)
+    return hyps
+
+
+def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
+    """Each fact after the step (``unsat`` = kept), for a fresh slot, key and position
+    (and record, with ``complete``)."""
+    a, b = fresh_state("a"), fresh_state("b")
+    s0, k0, q0, r0 = z3.Int("s0"), z3.Int("k0"), z3.Int("q0"), z3.Int("r0")
+    tr = step(a, b, o)
+    facts = all_facts(b, s0, k0, q0, o) + record_facts(b, r0, o)
+    post = [(n, f) for n, f in _kept(facts, o) if not o.only or n in o.only]
+    groups = [([p for p in post if p[0] not in COMPLETE_FACTS], replace(o, complete=False))]
+    if o.complete:
+        groups.append(([p for p in post if p[0] in COMPLETE_FACTS], o))
     out: Rows = []
-    if split and o.incremental:
-        solver = z3.Solver()
-        solver.set("timeout", timeout_ms)
-        solver.add(*hyps)
-        for name, fact in post:
-            solver.push()
-            solver.add(z3.Not(fact))
-            t0 = time.perf_counter()
-            res = str(solver.check())
-            out.append((name, res, time.perf_counter() - t0))
-            solver.pop()
-    elif split:
-        for name, fact in post:
-            res, dt = solve([fact], hyps, timeout_ms)
-            out.append((name, res, dt))
-    else:
-        res, dt = solve([f for _, f in post], hyps, timeout_ms)
-        out.append(("all facts", res, dt))
+    for group, terms_of in groups:
+        if not group:
+            continue
+        terms = _terms(a, tr, s0, k0, q0, terms_of, r0)
+        # the instances are those of the invariant of ``o`` (all its facts) at the terms
+        hyps = _hypotheses(a, tr, o, terms, k0)
+        if split and o.incremental:
+            solver = z3.Solver()
+            solver.set("timeout", timeout_ms)
+            solver.add(*hyps)
+            for name, fact in group:
+                solver.push()
+                solver.add(z3.Not(fact))
+                t0 = time.perf_counter()
+                res = str(solver.check())
+                out.append((name, res, time.perf_counter() - t0))
+                solver.pop()
+        elif split:
+            for name, fact in group:
+                res, dt = solve([fact], hyps, timeout_ms)
+                out.append((name, res, dt))
+        else:
+            res, dt = solve([f for _, f in group], hyps, timeout_ms)
+            out.append(("all facts", res, dt))
     return out
 
 
@@ -1135,6 +1294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--outcome", action="store_true", help="also equivalent-outcome (entries 1 or 2)"
     )
+    ap.add_argument(
+        "--complete",
+        action="store_true",
+        help="also the store's half of complete-reuse (given the step's two guards)",
+    )
     ap.add_argument("--whole", action="store_true", help="one query for all facts")
     ap.add_argument(
         "--fresh", action="store_true", help="one fresh solver per fact (default: push / pop)"
@@ -1145,13 +1309,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.outcome and args.entries > 2:
         ap.error("--outcome: --entries must be 1 (stateful) or 2 (chain)")
-    given = {name for name in ("safeguard", "isolation", "outcome") if getattr(args, name)}
+    given = {
+        name for name in ("safeguard", "isolation", "outcome", "complete") if getattr(args, name)
+    }
     why = variant_error(args.variant, given)
     if why:
         ap.error(why)
     drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
     known = fact_names(
-        Options(safeguard=args.safeguard, isolation=args.isolation, outcome=args.outcome)
+        Options(
+            safeguard=args.safeguard,
+            isolation=args.isolation,
+            outcome=args.outcome,
+            complete=args.complete,
+        )
     )
     unknown = [d for d in drop if d not in known]
     if unknown:
@@ -1170,6 +1341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             safeguard=args.safeguard,
             isolation=args.isolation,
             outcome=args.outcome,
+            complete=args.complete,
         )
         label = (
             f"n={'none' if n is None else n} keys={args.keys} entries={o.entries} "
@@ -1177,6 +1349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             + ("+safeguard " if o.safeguard else "")
             + ("+isolation " if o.isolation else "")
             + ("+outcome " if o.outcome else "")
+            + ("+complete " if o.complete else "")
             + f"variant={o.variant or 'ordered'}"
             + (f" drop={','.join(o.drop)}" if o.drop else "")
         )
