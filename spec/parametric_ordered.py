@@ -555,28 +555,39 @@ def key_facts(st: OState, k: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
     return out
 
 
-def record_facts(st: OState, r: z3.ArithRef, o: Options) -> Facts:
-    """The facts about record ``r`` (complete-reuse's store half)."""
+#: an input and an entry of the plan: (record, version, entry)
+Action = tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]
+
+
+def actions_of(r: z3.ArithRef, o: Options) -> list[Action]:
+    """Every version and entry of record ``r``."""
+    return [(r, z3.IntVal(v), z3.IntVal(e)) for v in (0, 1) for e in range(o.entries)]
+
+
+def record_facts(
+    st: OState, r: z3.ArithRef, o: Options, actions: Sequence[Action] | None = None
+) -> Facts:
+    """The facts about record ``r`` (complete-reuse's store half): for each of
+    ``actions`` (of ``r``; None: every version and entry)."""
     if not o.complete:
         return []
     k = keyOf(r)
     out: Facts = []
     for name, v, guard in (("op", st.op, st.up), ("sv", st.sv, z3.BoolVal(True))):
         parts = []
-        for ver in (0, 1):
-            cd = code(r, z3.IntVal(ver))
-            for e in range(o.entries):
-                w = st.WS[cd][e]
-                there = z3.And(
-                    valid(st, v, w),
-                    st.ent[w] == e,
-                    st.rec[w] == r,
-                    st.ver[w] == ver,
-                    v.nxt[k] <= st.pos[w],
-                )
-                parts.append(
-                    z3.Implies(z3.And(guard, st.SO[cd][e], z3.Not(v.ac[r])), z3.Or(st.XC[k], there))
-                )
+        for _, ver, e in actions_of(r, o) if actions is None else actions:
+            cd = code(r, ver)
+            w = st.WS[cd][e]
+            there = z3.And(
+                valid(st, v, w),
+                st.ent[w] == e,
+                st.rec[w] == r,
+                st.ver[w] == ver,
+                v.nxt[k] <= st.pos[w],
+            )
+            parts.append(
+                z3.Implies(z3.And(guard, st.SO[cd][e], z3.Not(v.ac[r])), z3.Or(st.XC[k], there))
+            )
         out.append((f"saved once still there {name}", z3.And(*parts)))
     out.append(("repeated excused", z3.Implies(st.REP[r], st.XC[k])))
     return out
@@ -636,7 +647,8 @@ class Step:
     slots: list[z3.ArithRef] = field(default_factory=list)
     keys: list[z3.ArithRef] = field(default_factory=list)
     positions: list[z3.ArithRef] = field(default_factory=list)
-    records: list[z3.ArithRef] = field(default_factory=list)
+    #: complete-reuse: the accepted input's actions (one per entry of the plan)
+    actions: list[Action] = field(default_factory=list)
     #: terms of the restore's scan: (key term -> the scan's end), Skolem functions
     scan_end: z3.ArrayRef | None = None
     sel: z3.FuncDeclRef | None = None
@@ -789,7 +801,7 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     if o.variant != "no-wait":
         c.append(z3.Implies(acc, z3.Or(head, free)))
     recorded = head  # take_head: the input is already recorded
-    st.records.append(r)
+    st.actions += [(r, v, z3.IntVal(e)) for e in range(o.entries)]
     if o.complete and o.variant != "accept-again":
         # guards (see Options.complete): the input is not accepted yet, so it is not in
         # the history either
@@ -1105,16 +1117,19 @@ def _terms(
     k0: z3.ArithRef,
     q0: z3.ArithRef,
     o: Options,
-    r0: z3.ArithRef | None = None,
-) -> tuple[list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef]]:
-    """The slot, key, position and record terms of a step query (manual instantiation)."""
+    a0: Action | None = None,
+) -> tuple[list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef], list[Action]]:
+    """The slot, key, position and action terms of a step query (manual instantiation):
+    the actions are ``a0`` and those of the step's accepted input (``complete`` only)."""
     assert tr.scan_end is not None and tr.sel is not None
     keys = [k0, *tr.keys]
     base = [q0, *tr.positions]
-    records = [*([r0] if r0 is not None else []), *tr.records] if o.complete else []
+    records: list[Action] = []
+    if o.complete:
+        records = [*([a0] if a0 is not None else []), *tr.actions]
     # the carriers the proofs name: the ghost index at the key terms' interesting
     # positions, and the restore scan's selections
-    keys += [keyOf(x) for x in records]
+    keys += [keyOf(x) for x, _, _ in records]
     pos_of_key: list[z3.ArithRef] = []
     for k in keys:
         pos_of_key += [a.sv.nxt[k], a.op.nxt[k], a.E[k], tr.scan_end[k]]
@@ -1125,12 +1140,7 @@ def _terms(
         for q in (*base, a.E[k]):
             ghost_slots.append(tr.sel(k, q))
     # complete-reuse: the completions saved once that are still there
-    saved_once = [
-        a.WS[code(x, z3.IntVal(ver))][e]
-        for x in records
-        for ver in (0, 1)
-        for e in range(o.entries)
-    ]
+    saved_once = [a.WS[code(x, ver)][e] for x, ver, e in records]
     slots = [s0, *tr.slots, *ghost_slots, *saved_once]
     keys += [keyOf(a.rec[s]) for s in [s0, *tr.slots]]
     positions = [*base, *pos_of_key, *(a.pos[s] for s in [s0, *tr.slots, *saved_once])]
@@ -1163,11 +1173,13 @@ def instances(
     slots: Sequence[z3.ArithRef],
     keys: Sequence[z3.ArithRef],
     positions: Sequence[z3.ArithRef],
-    records: Sequence[z3.ArithRef] = (),
+    records: Sequence[Action] = (),
 ) -> list[z3.BoolRef]:
     """The invariant's and the step's universals at the terms of a query (each distinct
     instance once). The scan's "no carrier where none was found" is needed only where
-    the scan ends."""
+    the scan ends. The witnesses of complete-reuse's completions saved once need only
+    the facts that do not depend on a position (theirs is that of the slot) and the
+    step's universals about one slot."""
     assert tr.scan_end is not None
     out: dict[int, z3.BoolRef] = {}
 
@@ -1176,9 +1188,12 @@ def instances(
             out.setdefault(f.get_id(), f)
 
     first, rest = positions[0], positions[1:]
+    light = {a.WS[code(x, ver)][e].get_id() for x, ver, e in records}
     for s in slots:
         add([u(s) for u in tr.univ_s])
         add([f for _, f in _kept(slot_facts(a, s, first, o), o)])
+        if s.get_id() in light:
+            continue
         for q in rest:
             add([f for n, f in _kept(slot_facts(a, s, q, o), o) if n in POINTWISE])
         for k in keys:
@@ -1190,8 +1205,8 @@ def instances(
         for q in rest:
             add([f for n, f in _kept(key_facts(a, k, q, o), o) if n in POINTWISE])
         add([u(k, q) for u in tr.univ_kq for q in positions])
-    for x in records:
-        add([f for _, f in _kept(record_facts(a, x, o), o)])
+    for x, ver, e in records:
+        add([f for _, f in _kept(record_facts(a, x, o, [(x, ver, e)]), o)])
     return list(out.values())
 
 
@@ -1241,8 +1256,10 @@ def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
     (and record, with ``complete``)."""
     a, b = fresh_state("a"), fresh_state("b")
     s0, k0, q0, r0 = z3.Int("s0"), z3.Int("k0"), z3.Int("q0"), z3.Int("r0")
+    # a fresh action: any version and entry
+    a0 = (r0, z3.Int("v0"), z3.Int("e0"))
     tr = step(a, b, o)
-    facts = all_facts(b, s0, k0, q0, o) + record_facts(b, r0, o)
+    facts = all_facts(b, s0, k0, q0, o) + record_facts(b, r0, o, [a0])
     post = [(n, f) for n, f in _kept(facts, o) if not o.only or n in o.only]
     groups = [([p for p in post if p[0] not in COMPLETE_FACTS], replace(o, complete=False))]
     if o.complete:
@@ -1251,9 +1268,10 @@ def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
     for group, terms_of in groups:
         if not group:
             continue
-        terms = _terms(a, tr, s0, k0, q0, terms_of, r0)
+        terms = _terms(a, tr, s0, k0, q0, terms_of, a0)
         # the instances are those of the invariant of ``o`` (all its facts) at the terms
         hyps = _hypotheses(a, tr, o, terms, k0)
+        hyps += [z3.Or(a0[1] == 0, a0[1] == 1), a0[2] >= 0, a0[2] < o.entries]
         if split and o.incremental:
             solver = z3.Solver()
             solver.set("timeout", timeout_ms)
