@@ -75,6 +75,7 @@ from .agentterms import Plan
 from .bound import Bound, BoundError, parse
 from .monitors import flag
 from .parametric import INT, code, count, keyOf
+from .parametric_lost_refine import waiting_runs
 from .parametric_refine import (
     DEFAULT_BOUND,
     SCALE,
@@ -129,6 +130,7 @@ def snapshot(m: enc.Machine) -> Snapshot:
             "M": [cells.cell("memory", k, 0) for k in range(m.k)],
             "FM": [cells.cell("failure-free", k, 0) for k in range(m.k)],
             "OE": [bool(cells.cell("outputs-equal", k)) for k in range(m.k)],
+            "ac": [bool(cells.cell("accepted", r)) for r in range(m.n)],
         }
     slots = {}
     for s in m.slots:
@@ -148,7 +150,17 @@ def snapshot(m: enc.Machine) -> Snapshot:
             "output": s.output,
         }
     w = m.world
+    entries = len(m.plan.entries)
     return {
+        "saved-once": [
+            [
+                [bool(w.cell("saved-once", r, v * entries + e)) for e in range(entries)]
+                for v in (0, 1)
+            ]
+            for r in range(m.n)
+        ],
+        "repeated": [bool(w.cell("repeated", r)) for r in range(m.n)],
+        "excused": excused(m),
         "recorded": [[w.cell("recorded", k, q) for q in range(m.n)] for k in range(m.k)],
         "diverged": [[w.cell("diverged", k, q) for q in range(m.n)] for k in range(m.k)],
         "flag2": bool(w[flag("divergence-safeguard")]),
@@ -159,6 +171,30 @@ def snapshot(m: enc.Machine) -> Snapshot:
         "flag": bool(w[flag("no-stale-reuse")]),
         "now": m.time,
     }
+
+
+def excused(m: enc.Machine) -> list[bool]:
+    """Per key, whether the machine's state excuses it from complete-reuse (as
+    spec/induction.py's ``_reuse_facts`` says): its monitor marked it unclean, or one of
+    its outstanding inputs can only come back changed or not at all (it waits with
+    another version, or is not delivered and its replay loses or changes it)."""
+    w = m.world
+    view = m.op if w["up"] and m.live() else m.saved
+
+    def doomed(r: int) -> bool:
+        if not w.cell("outstanding", r):
+            return False
+        version = w.cell("outstanding-version", r)
+        if view.cell("waiting", r) and view.cell("waiting-version", r) != version:
+            return True
+        mode = m.shape.mode[r]
+        changed = 1 if mode == 2 else 0
+        return not view.cell("delivered", r) and (mode == 1 or changed != version)
+
+    return [
+        bool(w.cell("unclean", k)) or any(m.shape.key[r] == k and doomed(r) for r in range(m.n))
+        for k in range(m.k)
+    ]
 
 
 #: the number of the agent functions' tags that stands for ``NONE`` (the value 0)
@@ -282,7 +318,24 @@ def bind(
     out += monitor_cells(st, snap)
     if o.isolation:
         out.append(st.flag3 == snap["flag3"])
+    if o.complete:
+        # complete-reuse's cells, and the ghost excuse as the machine's state defines it
+        for name in ("op", "sv"):
+            out.append(getattr(st, name).ac == _bools(snap["views"][name]["ac"]))
+        out.append(_bools(snap["repeated"]) == st.REP)
+        for r, by_version in enumerate(snap["saved-once"]):
+            for v, by_entry in enumerate(by_version):
+                for e, once in enumerate(by_entry):
+                    out.append(st.SO[code(r, v)][e] == once)
+        out += [st.XC[k] == x for k, x in enumerate(snap["excused"])]
     return out + world_cells(st, snap, era)
+
+
+def _bools(values: Sequence[bool]) -> z3.ArrayRef:
+    a = z3.K(INT, z3.BoolVal(False))
+    for i, x in enumerate(values):
+        a = z3.Store(a, i, x)
+    return a
 
 
 def check_run(
@@ -349,11 +402,14 @@ def check_runs(
     stop_after: int = 3,
     isolation: bool = False,
     outcome: bool = False,
+    complete: bool = False,
+    waiting: int = 0,
 ) -> Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
-    runs, each against the model (of ``variant``: a broken one may fail; with
-    ``isolation`` and ``outcome``, the model's options of those names, and their parts
-    bound too); stops after ``stop_after`` failing runs."""
+    runs, and ``waiting`` random runs that leave an input waiting, each against the model
+    (of ``variant``: a broken one may fail; with ``isolation``, ``outcome`` and
+    ``complete``, the model's options of those names, and their parts bound too); stops
+    after ``stop_after`` failing runs."""
     out = Outcome()
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
@@ -363,10 +419,14 @@ def check_runs(
             safeguard=True,
             isolation=isolation,
             outcome=outcome,
+            complete=complete,
         )
         return check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
 
-    return pr.check_each(runs_of(ORDERED, bound, sample, seed), one, out, stop_after)
+    runs = waiting_runs(bound, waiting, seed) if waiting else []
+    if sample or not waiting:
+        runs += runs_of(ORDERED, bound, sample, seed)
+    return pr.check_each(runs, one, out, stop_after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -393,10 +453,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also equivalent-outcome's memory, outputs and reads (one-field agents)",
     )
+    ap.add_argument(
+        "--complete",
+        action="store_true",
+        help="also complete-reuse's cells, and its excuse as the machine's state defines it",
+    )
+    ap.add_argument(
+        "--waiting", type=count, default=0, help="that many random runs that leave an input waiting"
+    )
     args = ap.parse_args(argv)
     if args.variant in UNSEEN:
         ap.error(f"--variant {args.variant}: {UNSEEN[args.variant]}")
-    given = {"safeguard"} | {n for n in ("isolation", "outcome") if getattr(args, n)}
+    given = {"safeguard"} | {n for n in ("isolation", "outcome", "complete") if getattr(args, n)}
     why = po.variant_error(args.variant, given)
     if why:
         ap.error(why)
@@ -416,8 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.seed,
         isolation=args.isolation,
         outcome=args.outcome,
+        complete=args.complete,
+        waiting=args.waiting,
     )
-    label = ("+isolation " if args.isolation else "") + ("+outcome " if args.outcome else "")
+    label = "".join(f"+{n} " for n in ("isolation", "outcome", "complete") if getattr(args, n))
     print(
         f"refinement {args.bound} {label}variant={args.variant or 'ordered'}: {done.runs} runs "
         f"checked, {len(done.failures)} with a micro-step the model cannot take "
