@@ -155,6 +155,45 @@ def test_a_model_that_forgets_the_memory_is_caught_by_the_refinement_check() -> 
     assert done.failures
 
 
+#: the facts of complete-reuse's store half (``--complete``)
+COMPLETE_FACTS = (
+    "recorded once",
+    "saved once still there op",
+    "saved once still there sv",
+    "repeated excused",
+)
+
+
+def test_the_store_half_of_complete_reuse_is_kept() -> None:
+    rows = po.check_step(po.Options(complete=True), TIMEOUT_MS)
+    assert set(COMPLETE_FACTS) <= {name for name, _, _ in rows}
+    assert not_kept(rows) == {}
+    assert not_kept(po.check_initial(po.Options(complete=True), TIMEOUT_MS)) == {}
+
+
+@pytest.mark.parametrize(
+    ("variant", "fact"),
+    [
+        # a divergence without an excuse voids a completion saved once
+        ("unexcused-divergence", "saved once still there op"),
+        # an input accepted twice calls its tool again for an unexcused key
+        ("accept-again", "repeated excused"),
+    ],
+)
+def test_the_guards_of_complete_reuse_are_needed(variant: str, fact: str) -> None:
+    o = po.Options(complete=True, variant=variant, only=(fact,))
+    assert not_kept(po.check_step(o, TIMEOUT_MS)) == {fact: "sat"}
+
+
+def test_the_refinement_binds_complete_reuse_and_its_excuse() -> None:
+    # runs that leave an input waiting; seed 1: one of them diverges (a kept
+    # invalidation), so the guard that a divergence finds its key excused is exercised
+    bound = parse("inputs=3,channels=2,keys=2,crashes=2,agents=stateful")
+    done = refine.check_runs(bound, waiting=2, seed=1, complete=True)
+    assert done.runs == 2 and done.failures == []
+    assert done.reached["invalidation"] >= 1 and done.reached["wait"] == 2
+
+
 def test_concrete_agent_terms_are_distinct_model_values() -> None:
     plan = po.plan_of(po.Options())
     entry = plan.entries[0]
@@ -189,6 +228,11 @@ def test_concrete_agent_terms_are_distinct_model_values() -> None:
             "--variant forget-memory: changes nothing without --outcome",
         ),
         ("step", ["--drop", "key isolation"], "--drop: no fact named 'key isolation' with these"),
+        (
+            "step",
+            ["--variant", "accept-again"],
+            "--variant accept-again: changes nothing without --complete",
+        ),
         ("refine", ["--variant", "other-reads"], "--variant other-reads: the refinement cannot"),
         (
             "refine",
