@@ -1,6 +1,7 @@
 """Experimental: a *parametric* induction step for ``ordered`` / ``no-stale-reuse``
 (and ``divergence-safeguard`` with ``--safeguard``, ``key-isolation`` with
-``--isolation``, ``equivalent-outcome`` with ``--outcome``).
+``--isolation``, ``equivalent-outcome`` with ``--outcome``, and the store's half of
+``complete-reuse`` with ``--complete``).
 
 The counterpart of :mod:`.parametric` (``seqnum``) for the contract that waits
 (``model/contracts.ORDERED``: match by position, nothing on a miss, wait,
@@ -102,6 +103,14 @@ any increasing integers, one tool call per entry):
   ``high``;
 * the variant ``every-key`` invalidates the diverging key and one other key (the
   machine's scope ``every-key``: every key present in the store's view).
+
+With ``--complete``, per view the monitor's ``accepted``, in the world its
+``saved-once`` and ``repeated``, and three ghosts (an excuse per key, the position where
+each input was last accepted, a witness slot per input and entry); four more facts
+(``recorded once``, ``saved once still there`` per view, ``repeated excused``), proved
+given two guards of the step: a kept divergence finds its key excused, and an accepted
+input is not accepted again. The guards are what the other half of the property would
+prove; :mod:`.parametric_ordered_refine` tests them on the machine's runs.
 
 Run: ``python -m replay_contract.spec.parametric_ordered --help`` (see docs/parametric.md).
 The engine of ``verify`` does not use this module.
