@@ -108,8 +108,8 @@ With ``--complete``, per view the monitor's ``accepted``, in the world its
 ``saved-once`` and ``repeated``, and three ghosts (an excuse per key, the position where
 each input was last accepted, a witness slot per input and entry); four more facts
 (``recorded once``, ``saved once still there`` per view, ``repeated excused``), proved
-given two guards of the step: a kept divergence finds its key excused, and an accepted
-input is not accepted again. The guards are what the other half of the property would
+given two guards of the step: a kept divergence finds its key excused, and no version of
+an accepted input is accepted again. The guards are what the other half of the property would
 prove; :mod:`.parametric_ordered_refine` tests them on the machine's runs.
 
 Run: ``python -m replay_contract.spec.parametric_ordered --help`` (see docs/parametric.md).
@@ -175,7 +175,8 @@ class OView:
     FM: z3.ArrayRef
     OE: z3.ArrayRef
     FF: z3.ArrayRef
-    #: complete-reuse: the monitor's accepted inputs per record (``accepted``)
+    #: complete-reuse: the monitor's accepted inputs (``accepted`` and
+    #: ``accepted-version``), by input code
     ac: z3.ArrayRef
 
 
@@ -553,6 +554,14 @@ def key_facts(st: OState, k: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
         out.append(("saved outcome", z3.And(sv.M[k] == sv.FM[k], sv.OE[k])))
         out.append(("equivalent outcome", z3.Implies(up, z3.And(op.M[k] == op.FM[k], op.OE[k]))))
     if o.complete:
+        for name, v, guard in (("op", op, up), ("sv", sv, z3.BoolVal(True))):
+            # the history's inputs are accepted
+            out.append(
+                (
+                    f"history accepted {name}",
+                    z3.Implies(z3.And(guard, q >= 0, q < v.nxt[k]), v.ac[v.G[k][q]]),
+                )
+            )
         # the recorded inputs ahead of the checkpoint are where each was last accepted,
         # so they are distinct (the live view's follow: its order agrees below its
         # position, and an accept records its input where it is accepted)
@@ -563,6 +572,11 @@ def key_facts(st: OState, k: z3.ArithRef, q: z3.ArithRef, o: Options) -> Facts:
             )
         )
     return out
+
+
+def accepted_any(v: OView, r: z3.ArithRef) -> z3.BoolRef:
+    """The view has accepted some version of record ``r``."""
+    return z3.Or(v.ac[code(r, z3.IntVal(0))], v.ac[code(r, z3.IntVal(1))])
 
 
 #: an input and an entry of the plan: (record, version, entry)
@@ -596,7 +610,9 @@ def record_facts(
                 v.nxt[k] <= st.pos[w],
             )
             parts.append(
-                z3.Implies(z3.And(guard, st.SO[cd][e], z3.Not(v.ac[r])), z3.Or(st.XC[k], there))
+                z3.Implies(
+                    z3.And(guard, st.SO[cd][e], z3.Not(accepted_any(v, r))), z3.Or(st.XC[k], there)
+                )
             )
         out.append((f"saved once still there {name}", z3.And(*parts)))
     out.append(("repeated excused", z3.Implies(st.REP[r], st.XC[k])))
@@ -813,14 +829,8 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     recorded = head  # take_head: the input is already recorded
     st.actions += [(r, v, z3.IntVal(e)) for e in range(o.entries)]
     if o.complete and o.variant != "accept-again":
-        # guards (see Options.complete): the input is not accepted yet, so it is not in
-        # the history either
-        c.append(z3.Implies(acc, z3.Not(op2.ac[r])))
-
-        def fresh_input(_: z3.ArithRef, q: z3.ArithRef) -> z3.BoolRef:
-            return z3.Implies(z3.And(acc, q >= 0, q < p), op2.H[k][q] != cd)
-
-        st.univ_kq.append(fresh_input)
+        # a guard (see Options.complete): no version of the input is accepted yet
+        c.append(z3.Implies(acc, z3.Not(accepted_any(op2, r))))
     prefix = op2.H[k]
     # equivalent-outcome: the live memory through the plan, the failure-free run
     plan = plan_of(o)
@@ -1055,7 +1065,7 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
     c.append(b.era == era2)
     c.append(b.flag == flag)
     if o.complete:
-        live_view["ac"] = z3.If(acc, z3.Store(op2.ac, r, True), op2.ac)
+        live_view["ac"] = z3.If(acc, z3.Store(op2.ac, cd, True), op2.ac)
         c.append(z3.Implies(b.up, b.op.ac == live_view["ac"]))
         c.append(b.sv.ac == sv1.ac)
         c.append(z3.If(acc, SO, a.SO) == b.SO)
@@ -1172,6 +1182,8 @@ POINTWISE = (
     "ghost memory chain sv",
     "ghost memories agree",
     "recorded once",
+    "history accepted op",
+    "history accepted sv",
 )
 
 
@@ -1223,6 +1235,8 @@ def instances(
 #: the records as well; the others without them (fewer instances, and the same
 #: answers: an instance is a hypothesis the others do not need)
 COMPLETE_FACTS = (
+    "history accepted op",
+    "history accepted sv",
     "recorded once",
     "saved once still there op",
     "saved once still there sv",

@@ -130,7 +130,11 @@ def snapshot(m: enc.Machine) -> Snapshot:
             "M": [cells.cell("memory", k, 0) for k in range(m.k)],
             "FM": [cells.cell("failure-free", k, 0) for k in range(m.k)],
             "OE": [bool(cells.cell("outputs-equal", k)) for k in range(m.k)],
-            "ac": [bool(cells.cell("accepted", r)) for r in range(m.n)],
+            "ac": [
+                code(r, cells.cell("accepted-version", r))
+                for r in range(m.n)
+                if cells.cell("accepted", r)
+            ],
         }
     slots = {}
     for s in m.slots:
@@ -321,7 +325,10 @@ def bind(
     if o.complete:
         # complete-reuse's cells, and the ghost excuse as the machine's state defines it
         for name in ("op", "sv"):
-            out.append(getattr(st, name).ac == _bools(snap["views"][name]["ac"]))
+            accepted = z3.K(INT, z3.BoolVal(False))
+            for cd in snap["views"][name]["ac"]:
+                accepted = z3.Store(accepted, cd, True)
+            out.append(getattr(st, name).ac == accepted)
         out.append(_bools(snap["repeated"]) == st.REP)
         for r, by_version in enumerate(snap["saved-once"]):
             for v, by_entry in enumerate(by_version):

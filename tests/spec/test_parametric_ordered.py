@@ -157,6 +157,8 @@ def test_a_model_that_forgets_the_memory_is_caught_by_the_refinement_check() -> 
 
 #: the facts of complete-reuse's store half (``--complete``)
 COMPLETE_FACTS = (
+    "history accepted op",
+    "history accepted sv",
     "recorded once",
     "saved once still there op",
     "saved once still there sv",
