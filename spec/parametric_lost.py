@@ -60,6 +60,14 @@ SIMPLIFIED with respect to spec/encoding.py (each one only adds behaviours):
   outside the end, after the loop's finish or after the heavy operation; while the
   operator is down its live view is anything (a restore overwrites it).
 
+The same model proves the first guard of complete-reuse's store half in
+:mod:`.parametric_ordered` (``--complete``): no input is accepted twice in a timeline.
+Each view has the offset of each channel (a delivery takes a record at or after its
+channel's offset, and moves the offset past it; ``chanOf`` is a record's channel), the
+world a flag set by an accept of an accepted input, and the invariant says, per view,
+that an accepted or waiting input is below its channel's offset and a waiting input is
+not accepted, and that the flag is not set.
+
 Run: ``python -m replay_contract.spec.parametric_lost --help`` (see docs/parametric.md).
 """
 
@@ -85,6 +93,11 @@ Pred = Callable[[z3.ArithRef], z3.BoolRef]
 #: the per-key and per-record arrays of a view
 KEYED = ("nxt", "ee", "da", "ins")
 RECORDED = ("dl", "ac", "wt")
+#: and the offset of each channel
+FIELDS = (*KEYED, *RECORDED, "off")
+
+#: the channel of a record (``shape.channel``)
+chanOf = z3.Function("chanOf", INT, INT)
 
 
 @dataclass
@@ -96,6 +109,7 @@ class LView:
     dl: z3.ArrayRef
     ac: z3.ArrayRef
     wt: z3.ArrayRef
+    off: z3.ArrayRef
 
 
 @dataclass
@@ -110,6 +124,9 @@ class LState:
     order: z3.ArrayRef
     oin: z3.ArrayRef
     flag: z3.BoolRef
+    #: set by an accept of an input that is already accepted (complete-reuse's first
+    #: guard in :mod:`.parametric_ordered`: it never is)
+    twice: z3.BoolRef
     #: ghosts of the end: the places that hold a key, and each inserted key's place
     cnt: z3.ArithRef
     idx: z3.ArrayRef
@@ -119,7 +136,7 @@ def fresh_view(name: str) -> LView:
     def arr(f: str) -> z3.ArrayRef:
         return z3.Array(f"{name}.{f}", INT, BOOL if f in ("ins", *RECORDED) else INT)
 
-    return LView(*(arr(f) for f in (*KEYED, *RECORDED)))
+    return LView(*(arr(f) for f in FIELDS))
 
 
 def fresh_state(tag: str) -> LState:
@@ -135,6 +152,7 @@ def fresh_state(tag: str) -> LState:
         z3.Array(f"{tag}.order", INT, INT),
         z3.Array(f"{tag}.order-in", INT, BOOL),
         z3.Bool(f"{tag}.flag"),
+        z3.Bool(f"{tag}.twice"),
         z3.Int(f"{tag}.cnt"),
         z3.Array(f"{tag}.idx", INT, INT),
     )
@@ -147,6 +165,7 @@ VARIANTS = (
     "no-end-divergence",
     "wait-anyway",
     "forget-waiting",
+    "redeliver",
 )
 
 
@@ -160,7 +179,8 @@ class Options:
     #: of the key waits), "no-end-divergence" (the end does not give up a key's missing
     #: recorded inputs before its loop), "wait-anyway" (an input may wait although its
     #: key does not recover), "forget-waiting" (a restore brings back the checkpoint's
-    #: state without its waiting inputs)
+    #: state without its waiting inputs), "redeliver" (a delivery may take any record
+    #: of its channel, not only one at or after the channel's offset)
     variant: str = ""
     mode: str = "manual"
     drop: tuple[str, ...] = ()
@@ -192,6 +212,15 @@ def view_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef) -> Facts:
                 f"recovering key inserted {name}",
                 z3.Implies(z3.And(guard, z3.Or(v.nxt[k] < v.ee[k], v.da[k] >= 0)), v.ins[k]),
             ),
+            (
+                f"accepted below offset {name}",
+                z3.Implies(z3.And(guard, v.ac[r]), r < v.off[chanOf(r)]),
+            ),
+            (
+                f"waiting below offset {name}",
+                z3.Implies(z3.And(guard, v.wt[r]), r < v.off[chanOf(r)]),
+            ),
+            (f"waiting not accepted {name}", z3.Implies(z3.And(guard, v.wt[r]), z3.Not(v.ac[r]))),
         ]
     return out
 
@@ -228,7 +257,12 @@ def end_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> Fac
 
 
 def all_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> Facts:
-    return [*view_facts(st, r, k), *end_facts(st, r, k, j), ("no lost input", z3.Not(st.flag))]
+    return [
+        *view_facts(st, r, k),
+        *end_facts(st, r, k, j),
+        ("no lost input", z3.Not(st.flag)),
+        ("accepted once", z3.Not(st.twice)),
+    ]
 
 
 def fact_names() -> list[str]:
@@ -348,7 +382,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     c.append(z3.Implies(z3.Or(ckpt, crash), up1))
     up2 = z3.And(up1, z3.Not(crash))
     c.append(z3.Implies(z3.Or(deliver, end), up2))
-    sv2 = LView(*(z3.If(ckpt, getattr(op, f), getattr(sv, f)) for f in (*KEYED, *RECORDED)))
+    sv2 = LView(*(z3.If(ckpt, getattr(op, f), getattr(sv, f)) for f in FIELDS))
     v = op  # the live view, updated below
     # deliver: an input of any record; it waits when its key recovers, else is accepted
     r = record("deliver.record")
@@ -362,8 +396,13 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
         c.append(z3.Implies(waits, recovering))
     gu = z3.And(waits, var("deliver.giveup", "bool"))
     g_ee, g_da = var("giveup.end"), var("giveup.at")
+    # the next record of its channel: at or after the channel's offset
+    ch = chanOf(r)
+    if o.variant != "redeliver":
+        c.append(z3.Implies(deliver, r >= v.off[ch]))
     v = replace(
         v,
+        off=_store(v.off, deliver, ch, r + 1),
         dl=_store(v.dl, deliver, r, z3.BoolVal(True)),
         wt=_store(v.wt, waits, r, z3.BoolVal(True)),
         ee=_store(v.ee, gu, kr, g_ee),
@@ -389,7 +428,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     st.univ_k.append(rebuilt)
     r_wt = z3.K(INT, z3.BoolVal(False)) if o.variant == "forget-waiting" else sv2.wt
     restored = replace(sv2, ins=r_ins, ee=r_ee, da=r_da, wt=r_wt)
-    v = LView(*(z3.If(restore, getattr(restored, f), getattr(v, f)) for f in (*KEYED, *RECORDED)))
+    v = LView(*(z3.If(restore, getattr(restored, f), getattr(v, f)) for f in FIELDS))
     ph_r, cur_r, arg_r = var("restore.phase"), key("restore.key"), var("restore.arg")
     c.append(z3.Implies(restore, z3.Or(ph_r == IDLE, ph_r == ADVANCE)))
     # end of input: the order of the inserted keys, then the loop of the first one
@@ -443,6 +482,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     acc = z3.Or(direct, take)
     ra = z3.If(direct, r, rt)
     ka = keyOf(ra)
+    twice = z3.Or(a.twice, z3.And(acc, v.ac[ra]))
     st.keys.append(ka)
     v = replace(
         v,
@@ -466,7 +506,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     # -- the post-state
     c.append(b.up == up4)
     c += [b.ph == ph4, b.aft == aft3, b.cur == cur3, b.arg == arg3]
-    for f in (*KEYED, *RECORDED):
+    for f in FIELDS:
         c.append(z3.Implies(b.up, getattr(b.op, f) == getattr(v, f)))
         c.append(getattr(b.sv, f) == getattr(sv2, f))
     keep = z3.And(in_end(a), z3.Not(end))
@@ -475,6 +515,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     c.append(z3.Implies(keep, z3.And(b.order == a.order, b.oin == a.oin)))
     c.append(z3.Implies(keep, z3.And(b.cnt == a.cnt, b.idx == a.idx)))
     c.append(b.flag == z3.Or(a.flag, z3.And(done, lost)))
+    c.append(b.twice == twice)
     st.places += [arg3, arg3 - 1]
     return st
 
@@ -484,7 +525,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
 
 def initial(st: LState) -> list[z3.BoolRef]:
     """The state before any micro-step."""
-    out = [st.up, st.ph == IDLE, st.aft == AFTER_NOTHING, z3.Not(st.flag)]
+    out = [st.up, st.ph == IDLE, st.aft == AFTER_NOTHING, z3.Not(st.flag), z3.Not(st.twice)]
     for v in (st.op, st.sv):
         out += [
             v.nxt == z3.K(INT, z3.IntVal(0)),
@@ -493,6 +534,7 @@ def initial(st: LState) -> list[z3.BoolRef]:
             v.ins == z3.K(INT, z3.BoolVal(False)),
         ]
         out += [getattr(v, f) == z3.K(INT, z3.BoolVal(False)) for f in RECORDED]
+        out.append(v.off == z3.K(INT, z3.IntVal(0)))
     return out
 
 

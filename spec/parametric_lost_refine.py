@@ -6,7 +6,8 @@ As :mod:`.parametric_ordered_refine` does for the reuse properties: the concrete
 bound (every run, or a random sample). Before and after each micro-step its state is
 read and bound to a pre- and a post-state of :func:`.parametric_lost.step`: per view
 each key's ``next``, ``expected-end``, ``diverge-at`` and whether it is ``inserted``,
-and each record's ``delivered``, ``accepted`` (the monitor's) and ``waiting``; the
+each record's ``delivered``, ``accepted`` (the monitor's) and ``waiting``, and each
+channel's offset (and the model's flag of an input accepted twice is never set); the
 world's ``up`` (and no crash point reached), phase, ``after``, ``key``, ``after-arg``,
 ``order`` and ``order-in``, and no-lost-input's flag. The model's ghosts of the end are
 computed from the machine's order (``cnt``: the places that hold a key; ``idx``: each
@@ -68,6 +69,7 @@ def snapshot(m: enc.Machine) -> Snapshot:
             "dl": [bool(cells.cell("delivered", r)) for r in range(m.n)],
             "ac": [bool(cells.cell("accepted", r)) for r in range(m.n)],
             "wt": [bool(cells.cell("waiting", r)) for r in range(m.n)],
+            "off": [cells.cell("offset", ch) for ch in range(m.c)],
         }
     w = m.world
     order = [w.cell("order", j) for j in range(m.k)]
@@ -106,6 +108,7 @@ def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
         for k, x in enumerate(data["nxt"]):
             out += [v.nxt[k] == x, v.ee[k] == data["ee"][k], v.da[k] == data["da"][k]]
         out.append(v.ins == _bools(data["ins"]))
+        out += [v.off[ch] == x for ch, x in enumerate(data["off"])]
         out += [getattr(v, f) == _bools(data[f]) for f in pl.RECORDED]
     out += [
         st.up == snap["up"],
@@ -116,6 +119,8 @@ def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
         st.oin == _bools(snap["oin"]),
         st.cnt == snap["cnt"],
         st.flag == snap["flag"],
+        # the machine never accepts an input twice in a timeline: the model may not either
+        z3.Not(st.twice),
     ]
     out += [st.order[j] == x for j, x in enumerate(snap["order"])]
     out += [st.idx[k] == j for k, j in snap["idx"].items()]
@@ -145,6 +150,7 @@ def check_run(
         tr = pl.step(a, b, o)
         hyps = list(tr.cons) + bind(a, before) + bind(b, after)
         hyps += [keyOf(r) == shape.key[r] for r in range(shape.inputs)]
+        hyps += [pl.chanOf(r) == shape.channel[r] for r in range(shape.inputs)]
         rs, ks, js = records + tr.records, keys + tr.keys, places + tr.places
         hyps += [u(r) for u in tr.univ_r for r in rs]
         hyps += [u(k) for u in tr.univ_k for k in ks]
