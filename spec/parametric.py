@@ -728,6 +728,23 @@ def solve(
     return str(res), time.perf_counter() - t0
 
 
+def solve_each(goals: Facts, hyps: Sequence[z3.BoolRef], timeout_ms: int) -> Rows:
+    """Each named goal under ``hyps``, one after the other on one solver (push / pop:
+    what it learns from the hypotheses serves every goal)."""
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(*hyps)
+    out: Rows = []
+    for name, fact in goals:
+        solver.push()
+        solver.add(z3.Not(fact))
+        t0 = time.perf_counter()
+        res = str(solver.check())
+        out.append((name, res, time.perf_counter() - t0))
+        solver.pop()
+    return out
+
+
 def solve_lazy(
     goals: Sequence[z3.BoolRef],
     hyps: Sequence[z3.BoolRef],

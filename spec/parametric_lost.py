@@ -82,7 +82,18 @@ import z3
 
 from replay_contract.cli import OneLineParser, positive_int
 
-from .parametric import BOOL, INT, Facts, Rows, _bounds, _kept, keyOf, report_initial, report_step
+from .parametric import (
+    BOOL,
+    INT,
+    Facts,
+    Rows,
+    _bounds,
+    _kept,
+    keyOf,
+    report_initial,
+    report_step,
+    solve_each,
+)
 
 # phases and what follows a loop, as in spec/encoding.py
 IDLE, ADVANCE, DONE = 0, 1, 2
@@ -538,26 +549,10 @@ def initial(st: LState) -> list[z3.BoolRef]:
     return out
 
 
-def solve_facts(hyps: Sequence[z3.BoolRef], post: Facts, timeout_ms: int) -> Rows:
-    """Each fact of ``post`` under ``hyps`` on one solver (push / pop)."""
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
-    solver.add(*hyps)
-    out: Rows = []
-    for name, fact in post:
-        solver.push()
-        solver.add(z3.Not(fact))
-        t0 = time.perf_counter()
-        res = str(solver.check())
-        out.append((name, res, time.perf_counter() - t0))
-        solver.pop()
-    return out
-
-
 def check_initial(o: Options, timeout_ms: int) -> Rows:
     a = fresh_state("i")
     facts = _kept(all_facts(a, z3.Int("r0"), z3.Int("k0"), z3.Int("j0")), o)
-    return solve_facts(initial(a), facts, timeout_ms)
+    return solve_each(facts, initial(a), timeout_ms)
 
 
 def _terms(
@@ -603,7 +598,7 @@ def check_step(o: Options, timeout_ms: int) -> Rows:
         hyps += bounds(a, r, k0, o)
     for k in keys:
         hyps += bounds(a, r0, k, o)
-    return solve_facts(hyps, post, timeout_ms)
+    return solve_each(post, hyps, timeout_ms)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

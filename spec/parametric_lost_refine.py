@@ -40,8 +40,8 @@ from . import parametric_lost as pl
 from . import parametric_refine as pr
 from .bound import Bound, BoundError, parse
 from .monitors import flag
-from .parametric import INT, count, keyOf
-from .parametric_refine import DEFAULT_BOUND, Snapshot, machine_of, runs_of
+from .parametric import count, keyOf
+from .parametric_refine import DEFAULT_BOUND, Snapshot, bools, machine_of, runs_of
 from .properties import NO_LOST_INPUT
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``),
@@ -93,13 +93,6 @@ def snapshot(m: enc.Machine) -> Snapshot:
     }
 
 
-def _bools(values: Sequence[bool]) -> z3.ArrayRef:
-    a = z3.K(INT, z3.BoolVal(False))
-    for i, x in enumerate(values):
-        a = z3.Store(a, i, x)
-    return a
-
-
 def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
     """The model's state ``st`` is the machine's snapshot ``snap``."""
     out: list[z3.BoolRef] = []
@@ -107,16 +100,16 @@ def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
         v, data = getattr(st, name), snap["views"][name]
         for k, x in enumerate(data["nxt"]):
             out += [v.nxt[k] == x, v.ee[k] == data["ee"][k], v.da[k] == data["da"][k]]
-        out.append(v.ins == _bools(data["ins"]))
+        out.append(v.ins == bools(data["ins"]))
         out += [v.off[ch] == x for ch, x in enumerate(data["off"])]
-        out += [getattr(v, f) == _bools(data[f]) for f in pl.RECORDED]
+        out += [getattr(v, f) == bools(data[f]) for f in pl.RECORDED]
     out += [
         st.up == snap["up"],
         st.ph == snap["ph"],
         st.aft == snap["aft"],
         st.cur == snap["cur"],
         st.arg == snap["arg"],
-        st.oin == _bools(snap["oin"]),
+        st.oin == bools(snap["oin"]),
         st.cnt == snap["cnt"],
         st.flag == snap["flag"],
         # the machine never accepts an input twice in a timeline: the model may not either

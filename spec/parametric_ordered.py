@@ -144,6 +144,7 @@ from .parametric import (
     report_step,
     same_hist,
     solve,
+    solve_each,
     valid_in,
 )
 
@@ -1295,16 +1296,7 @@ def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
         hyps = _hypotheses(a, tr, o, terms, k0)
         hyps += [z3.Or(a0[1] == 0, a0[1] == 1), a0[2] >= 0, a0[2] < o.entries]
         if split and o.incremental:
-            solver = z3.Solver()
-            solver.set("timeout", timeout_ms)
-            solver.add(*hyps)
-            for name, fact in group:
-                solver.push()
-                solver.add(z3.Not(fact))
-                t0 = time.perf_counter()
-                res = str(solver.check())
-                out.append((name, res, time.perf_counter() - t0))
-                solver.pop()
+            out += solve_each(group, hyps, timeout_ms)
         elif split:
             for name, fact in group:
                 res, dt = solve([fact], hyps, timeout_ms)

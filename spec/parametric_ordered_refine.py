@@ -80,6 +80,7 @@ from .parametric_refine import (
     DEFAULT_BOUND,
     SCALE,
     Snapshot,
+    bools,
     codes,
     entries,
     hist_array,
@@ -329,20 +330,13 @@ def bind(
             for cd in snap["views"][name]["ac"]:
                 accepted = z3.Store(accepted, cd, True)
             out.append(getattr(st, name).ac == accepted)
-        out.append(_bools(snap["repeated"]) == st.REP)
+        out.append(bools(snap["repeated"]) == st.REP)
         for r, by_version in enumerate(snap["saved-once"]):
             for v, by_entry in enumerate(by_version):
                 for e, once in enumerate(by_entry):
                     out.append(st.SO[code(r, v)][e] == once)
         out += [st.XC[k] == x for k, x in enumerate(snap["excused"])]
     return out + world_cells(st, snap, era)
-
-
-def _bools(values: Sequence[bool]) -> z3.ArrayRef:
-    a = z3.K(INT, z3.BoolVal(False))
-    for i, x in enumerate(values):
-        a = z3.Store(a, i, x)
-    return a
 
 
 def check_run(

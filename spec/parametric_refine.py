@@ -60,6 +60,14 @@ def codes(term: Any) -> list[int]:
     return out[::-1]
 
 
+def bools(values: Sequence[bool]) -> z3.ArrayRef:
+    """An array from a position to a bool: ``values`` at ``0 .. len - 1``, false elsewhere."""
+    a = z3.K(ps.INT, z3.BoolVal(False))
+    for i, x in enumerate(values):
+        a = z3.Store(a, i, x)
+    return a
+
+
 def hist_array(cs: Sequence[int]) -> z3.ArrayRef:
     """The model's history array of a list of codes."""
     a = z3.K(ps.INT, z3.IntVal(ps.BOT))
