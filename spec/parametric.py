@@ -730,9 +730,12 @@ def solve(
 
 def solve_each(goals: Facts, hyps: Sequence[z3.BoolRef], timeout_ms: int) -> Rows:
     """Each named goal under ``hyps``, one after the other on one solver (push / pop:
-    what it learns from the hypotheses serves every goal)."""
+    what it learns from the hypotheses serves every goal), with the older simplex
+    (``arith.solver`` 2, as the induction engine's step solver: 1.3-1.4x faster on the
+    queries of ``parametric_ordered``)."""
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
+    solver.set("arith.solver", 2)
     solver.add(*hyps)
     out: Rows = []
     for name, fact in goals:
