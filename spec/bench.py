@@ -329,7 +329,8 @@ def frontier(
 #: The parametric steps of ``ordered``: (model, agent, properties), the costliest first;
 #: ``lost`` is the model of :mod:`.parametric_lost` (no agent: it has no store), and
 #: ``complete`` the store's half of complete-reuse (:data:`.parametric_ordered.COMPLETE_FACTS`,
-#: given the step's guards that the refinement check tests).
+#: given two guards of the step: the ``lost`` model proves the first, the refinement
+#: check tests the second).
 PARAMETRIC = (
     ("ordered", "chain", "no-stale-reuse,divergence-safeguard,key-isolation,equivalent-outcome"),
     ("complete", "chain", "complete-reuse"),
