@@ -27,7 +27,6 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import z3
 
@@ -47,14 +46,6 @@ from .properties import NO_LOST_INPUT
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``),
 #: and whether it reached the end of input and the end's loop took a waiting input
 REACH = ("crash", "restore", "wait", "end", "end takes")
-
-
-@dataclass
-class Outcome(pr.Outcome):
-    """The runs checked, those with a micro-step the model cannot take, and how many
-    runs reached each of :data:`REACH`."""
-
-    reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REACH, 0))
 
 
 def snapshot(m: enc.Machine) -> Snapshot:
@@ -196,6 +187,17 @@ def waiting_runs(
     return out
 
 
+def ordered_runs(
+    bound: Bound, sample: int, waiting: int, seed: int
+) -> list[tuple[bounded.Shape, bounded.Node]]:
+    """``waiting`` random runs of ``bound`` under ``ordered`` that leave an input waiting,
+    then ``sample`` random runs (0: every run, unless ``waiting`` runs were asked for)."""
+    runs = waiting_runs(bound, waiting, seed) if waiting else []
+    if sample or not waiting:
+        runs += runs_of(ORDERED, bound, sample, seed)
+    return runs
+
+
 def check_runs(
     bound: Bound,
     sample: int = 0,
@@ -204,19 +206,17 @@ def check_runs(
     seed: int = 1,
     stop_after: int = 3,
     waiting: int = 0,
-) -> Outcome:
+) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
     (of ``variant``: a broken one may fail); stops after ``stop_after`` failing runs."""
-    out = Outcome()
+    out = pr.Outcome(reached=dict.fromkeys(REACH, 0))
     o = pl.Options(variant=variant)
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
         return check_run(bound, shape, node, o, timeout_ms, out.reached)
 
-    runs = waiting_runs(bound, waiting, seed) if waiting else []
-    if sample or not waiting:
-        runs += runs_of(ORDERED, bound, sample, seed)
+    runs = ordered_runs(bound, sample, waiting, seed)
     return pr.check_each(runs, one, out, stop_after)
 
 
@@ -243,15 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     done = check_runs(
         bound, args.random, args.variant, args.timeout * 1000, args.seed, waiting=args.waiting
     )
-    print(
-        f"refinement {args.bound} variant={args.variant or 'ordered'}: {done.runs} runs "
-        f"checked, {len(done.failures)} with a micro-step the model cannot take "
-        f"({done.seconds:.1f} s); runs that reached "
-        + ", ".join(f"{name} {n}" for name, n in done.reached.items())
-    )
-    for shape, bad in done.failures:
-        print(f"  {shape}: {bad[0]}")
-    return 1 if done.failures else 0
+    return pr.report(f"{args.bound} variant={args.variant or 'ordered'}", done)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -75,7 +74,7 @@ from .agentterms import Plan
 from .bound import Bound, BoundError, parse
 from .monitors import flag
 from .parametric import INT, code, count, keyOf
-from .parametric_lost_refine import waiting_runs
+from .parametric_lost_refine import ordered_runs
 from .parametric_refine import (
     DEFAULT_BOUND,
     SCALE,
@@ -86,7 +85,6 @@ from .parametric_refine import (
     hist_array,
     machine_of,
     monitor_cells,
-    runs_of,
     world_cells,
 )
 from .properties import KEY_ISOLATION
@@ -101,14 +99,6 @@ UNSEEN = {
 #: a kept reuse, a crash, a restore, an input left waiting by its arrival, a kept
 #: invalidation)
 REACH = ("reuse", "crash", "restore", "wait", "invalidation")
-
-
-@dataclass
-class Outcome(pr.Outcome):
-    """The runs checked, those with a micro-step the model cannot take, and how many
-    runs reached each of :data:`REACH`."""
-
-    reached: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REACH, 0))
 
 
 def snapshot(m: enc.Machine) -> Snapshot:
@@ -405,13 +395,13 @@ def check_runs(
     outcome: bool = False,
     complete: bool = False,
     waiting: int = 0,
-) -> Outcome:
+) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
     (of ``variant``: a broken one may fail; with ``isolation``, ``outcome`` and
     ``complete``, the model's options of those names, and their parts bound too); stops
     after ``stop_after`` failing runs."""
-    out = Outcome()
+    out = pr.Outcome(reached=dict.fromkeys(REACH, 0))
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
         o = po.Options(
@@ -424,10 +414,7 @@ def check_runs(
         )
         return check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
 
-    runs = waiting_runs(bound, waiting, seed) if waiting else []
-    if sample or not waiting:
-        runs += runs_of(ORDERED, bound, sample, seed)
-    return pr.check_each(runs, one, out, stop_after)
+    return pr.check_each(ordered_runs(bound, sample, waiting, seed), one, out, stop_after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -489,15 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         waiting=args.waiting,
     )
     label = "".join(f"+{n} " for n in ("isolation", "outcome", "complete") if getattr(args, n))
-    print(
-        f"refinement {args.bound} {label}variant={args.variant or 'ordered'}: {done.runs} runs "
-        f"checked, {len(done.failures)} with a micro-step the model cannot take "
-        f"({done.seconds:.1f} s); runs that reached "
-        + ", ".join(f"{name} {n}" for name, n in done.reached.items())
-    )
-    for shape, bad in done.failures:
-        print(f"  {shape}: {bad[0]}")
-    return 1 if done.failures else 0
+    return pr.report(f"{args.bound} {label}variant={args.variant or 'ordered'}", done)
 
 
 if __name__ == "__main__":

@@ -259,11 +259,27 @@ def entries(agent: str) -> int:
 
 @dataclass
 class Outcome:
-    """The runs checked and those with a micro-step the model cannot take."""
+    """The runs checked, those with a micro-step the model cannot take, and (where the
+    check counts them) how many runs reached each behaviour it names."""
 
     runs: int = 0
     failures: list[tuple[bounded.Shape, list[str]]] = field(default_factory=list)
     seconds: float = 0.0
+    reached: dict[str, int] = field(default_factory=dict)
+
+
+def report(title: str, done: Outcome) -> int:
+    """Print a refinement check's outcome (one line, then one per failing run); the
+    command's exit status: 1 when some micro-step is not a model step."""
+    counted = ", ".join(f"{name} {n}" for name, n in done.reached.items())
+    print(
+        f"refinement {title}: {done.runs} runs checked, {len(done.failures)} with a "
+        f"micro-step the model cannot take ({done.seconds:.1f} s)"
+        + (f"; runs that reached {counted}" if counted else "")
+    )
+    for shape, bad in done.failures:
+        print(f"  {shape}: {bad[0]}")
+    return 1 if done.failures else 0
 
 
 Out = TypeVar("Out", bound=Outcome)
@@ -325,14 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BoundError as e:
         ap.error(str(e))
     done = check_runs(bound, args.random, args.variant, args.timeout * 1000)
-    print(
-        f"refinement {args.bound} variant={args.variant or 'seqnum'}: {done.runs} runs "
-        f"checked, {len(done.failures)} with a micro-step the model cannot take "
-        f"({done.seconds:.1f} s)"
-    )
-    for shape, bad in done.failures:
-        print(f"  {shape}: {bad[0]}")
-    return 1 if done.failures else 0
+    return report(f"{args.bound} variant={args.variant or 'seqnum'}", done)
 
 
 if __name__ == "__main__":
