@@ -84,6 +84,7 @@ from replay_contract.cli import OneLineParser, positive_int
 
 from .parametric import (
     BOOL,
+    HIST,
     INT,
     Facts,
     Rows,
@@ -104,11 +105,18 @@ Pred = Callable[[z3.ArithRef], z3.BoolRef]
 #: the per-key and per-record arrays of a view
 KEYED = ("nxt", "ee", "da", "ins")
 RECORDED = ("dl", "ac", "wt")
-#: and the offset of each channel
-FIELDS = (*KEYED, *RECORDED, "off")
+#: and the offset of each channel; with ``--excuse``, per record the waiting and the
+#: accepted version
+FIELDS = (*KEYED, *RECORDED, "off", "wv", "av")
+#: the monitors' cells of a view, which only kept effects change (frozen while down)
+MONITORED = ("dl", "ac", "av")
 
 #: the channel of a record (``shape.channel``)
 chanOf = z3.Function("chanOf", INT, INT)
+#: the replay mode of a record (``shape.mode``: 0 same, 1 lost, 2 changed)
+modeOf = z3.Function("modeOf", INT, INT)
+#: how many records there are (the records are ``[0, records)``)
+RECORDS = z3.Int("records")
 
 
 @dataclass
@@ -121,6 +129,8 @@ class LView:
     ac: z3.ArrayRef
     wt: z3.ArrayRef
     off: z3.ArrayRef
+    wv: z3.ArrayRef
+    av: z3.ArrayRef
 
 
 @dataclass
@@ -141,6 +151,22 @@ class LState:
     #: ghosts of the end: the places that hold a key, and each inserted key's place
     cnt: z3.ArithRef
     idx: z3.ArrayRef
+    #: complete-reuse's excuse (``--excuse``): each channel's high-water mark, the
+    #: monitor's outstanding inputs, their versions and the unclean keys; ghosts: where
+    #: each key's recorded order ends (``E``), the recorded order (``GR`` record, ``GV``
+    #: version, key -> position -> value), where each input was last accepted (``P``),
+    #: the excuse of each key (``XC``, set by a divergence, never reset) and its witness
+    #: (``DW``, an outstanding input of the key that cannot come back unchanged)
+    hi: z3.ArrayRef
+    out: z3.ArrayRef
+    ov: z3.ArrayRef
+    unc: z3.ArrayRef
+    E: z3.ArrayRef
+    GR: z3.ArrayRef
+    GV: z3.ArrayRef
+    P: z3.ArrayRef
+    XC: z3.ArrayRef
+    DW: z3.ArrayRef
 
 
 def fresh_view(name: str) -> LView:
@@ -166,6 +192,16 @@ def fresh_state(tag: str) -> LState:
         z3.Bool(f"{tag}.twice"),
         z3.Int(f"{tag}.cnt"),
         z3.Array(f"{tag}.idx", INT, INT),
+        z3.Array(f"{tag}.high", INT, INT),
+        z3.Array(f"{tag}.outstanding", INT, BOOL),
+        z3.Array(f"{tag}.outstanding-version", INT, INT),
+        z3.Array(f"{tag}.unclean", INT, BOOL),
+        z3.Array(f"{tag}.E", INT, INT),
+        z3.Array(f"{tag}.GR", INT, HIST),
+        z3.Array(f"{tag}.GV", INT, HIST),
+        z3.Array(f"{tag}.P", INT, INT),
+        z3.Array(f"{tag}.excused", INT, BOOL),
+        z3.Array(f"{tag}.DW", INT, INT),
     )
 
 
@@ -177,7 +213,12 @@ VARIANTS = (
     "wait-anyway",
     "forget-waiting",
     "redeliver",
+    "give-up-anywhere",
+    "forget-outstanding",
+    "deliver-lost",
 )
+#: the variants that break a part of the model only ``--excuse`` adds
+EXCUSE_VARIANTS = ("give-up-anywhere", "forget-outstanding", "deliver-lost")
 
 
 @dataclass
@@ -191,8 +232,14 @@ class Options:
     #: recorded inputs before its loop), "wait-anyway" (an input may wait although its
     #: key does not recover), "forget-waiting" (a restore brings back the checkpoint's
     #: state without its waiting inputs), "redeliver" (a delivery may take any record
-    #: of its channel, not only one at or after the channel's offset)
+    #: of its channel, not only one at or after the channel's offset); with ``excuse``,
+    #: "give-up-anywhere" (the give-up of ``split_order`` needs no earlier record of the
+    #: arrival's channel at its position), "forget-outstanding" (a restore does not make
+    #: the inputs it rolls back outstanding), "deliver-lost" (a replay may deliver a
+    #: record it loses)
     variant: str = ""
+    #: complete-reuse's excuse: a divergence finds its key excused, and the excuse lasts
+    excuse: bool = False
     mode: str = "manual"
     drop: tuple[str, ...] = ()
     #: ask only these facts after the step (all of them are still assumed before it)
@@ -267,19 +314,206 @@ def end_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> Fac
     ]
 
 
-def all_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> Facts:
+def is_record(r: z3.ArithRef) -> z3.BoolRef:
+    return z3.And(r >= 0, r < RECORDS)
+
+
+def changed(r: z3.ArithRef) -> z3.ArithRef:
+    """The version a replay delivers record ``r`` with (1 if it changes it)."""
+    return z3.If(modeOf(r) == 2, 1, 0)
+
+
+def lost_below_high(st: LState, r: z3.ArithRef) -> z3.BoolRef:
+    """A replay of ``r``'s channel passes over ``r``: delivered before, and lost."""
+    return z3.And(r < st.hi[chanOf(r)], modeOf(r) == 1)
+
+
+def cannot_return(st: LState, v: LView, r: z3.ArithRef) -> z3.BoolRef:
+    """Outstanding input ``r`` cannot come back unchanged in view ``v``: it waits with
+    another version, or is not delivered and its replay loses or changes it
+    (spec/induction.py's ``doomed``)."""
+    return z3.Or(
+        z3.And(v.wt[r], v.wv[r] != st.ov[r]),
+        z3.And(z3.Not(v.dl[r]), z3.Or(modeOf(r) == 1, changed(r) != st.ov[r])),
+    )
+
+
+def doomed(st: LState, r: z3.ArithRef) -> z3.BoolRef:
+    return z3.And(st.out[r], z3.If(st.up, cannot_return(st, st.op, r), cannot_return(st, st.sv, r)))
+
+
+def restoring(st: LState) -> z3.BoolRef:
+    """The loop of a restore's keys runs."""
+    return z3.And(st.ph == ADVANCE, st.aft == AFTER_RESTORE)
+
+
+def excuse_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> Facts:
+    """The facts of complete-reuse's excuse about a record, a key and a place."""
+    op, sv, up = st.op, st.sv, st.up
+    c = chanOf(r)
+    out: Facts = []
+    for name, v, guard in (("op", op, up), ("sv", sv, z3.BoolVal(True))):
+        out += [
+            (f"outstanding not accepted {name}", z3.Implies(st.out[r], z3.Not(v.ac[r]))),
+            (f"delivered is a record {name}", z3.Implies(v.dl[r], is_record(r))),
+            (f"delivered below high {name}", z3.Implies(v.dl[r], r < st.hi[c])),
+            (f"accepted below high {name}", z3.Implies(v.ac[r], r < st.hi[c])),
+            (
+                f"delivered below offset {name}",
+                z3.Implies(z3.And(guard, v.dl[r]), r < v.off[c]),
+            ),
+            (
+                f"passed over is lost {name}",
+                z3.Implies(
+                    z3.And(guard, is_record(r), r < v.off[c], z3.Not(v.dl[r])),
+                    lost_below_high(st, r),
+                ),
+            ),
+        ]
+    head = st.GR[k][op.nxt[k]]
+    out += [
+        ("outstanding below high", z3.Implies(st.out[r], r < st.hi[c])),
+        (
+            "outstanding waiting",
+            z3.Implies(
+                z3.And(up, st.out[r], op.wt[r]),
+                z3.Or(
+                    z3.And(sv.wt[r], sv.wv[r] == op.wv[r]),
+                    z3.And(z3.Not(sv.dl[r]), op.wv[r] == changed(r)),
+                ),
+            ),
+        ),
+        ("delivered at checkpoint", z3.Implies(z3.And(up, sv.dl[r]), op.dl[r])),
+        ("accepted at checkpoint", z3.Implies(z3.And(up, sv.ac[r]), op.ac[r])),
+        ("offsets grow", z3.Implies(up, sv.off[c] <= op.off[c])),
+        (
+            "end after every delivery",
+            z3.Implies(
+                z3.And(in_end(st), is_record(r), r >= op.off[c]), lost_below_high(st, r)
+            ),
+        ),
+        ("positions from zero", z3.And(sv.nxt[k] >= 0, z3.Implies(up, op.nxt[k] >= 0))),
+        ("end after checkpoint", sv.nxt[k] <= st.E[k]),
+        ("end after position", z3.Implies(up, op.nxt[k] <= st.E[k])),
+        ("expected before end", z3.Implies(up, op.ee[k] <= st.E[k])),
+        (
+            "expected to end",
+            z3.Implies(up, z3.Or(op.ee[k] == st.E[k], op.nxt[k] == st.E[k], op.da[k] >= 0)),
+        ),
+        ("positions grow", z3.Implies(up, sv.nxt[k] <= op.nxt[k])),
+        ("divergence excused", z3.Implies(z3.And(up, op.da[k] >= 0), st.XC[k])),
+        ("checkpoint divergence excused", z3.Implies(sv.da[k] >= 0, st.XC[k])),
+        (
+            "excuse witnessed",
+            z3.Implies(
+                st.XC[k],
+                z3.Or(st.unc[k], z3.And(keyOf(st.DW[k]) == k, doomed(st, st.DW[k]))),
+            ),
+        ),
+        (
+            "waiting head in a loop",
+            z3.Implies(
+                z3.And(up, op.nxt[k] < op.ee[k], op.wt[head]),
+                z3.And(
+                    st.ph == ADVANCE,
+                    z3.Or(
+                        st.cur == k,
+                        z3.And(st.aft == AFTER_RESTORE, st.idx[k] >= st.arg),
+                    ),
+                ),
+            ),
+        ),
+        (
+            "recovering key placed",
+            z3.Implies(
+                z3.And(restoring(st), op.nxt[k] < op.ee[k]),
+                z3.And(st.idx[k] >= 0, st.idx[k] < st.cnt, st.order[st.idx[k]] == k),
+            ),
+        ),
+        (
+            "restore's key",
+            z3.Implies(restoring(st), z3.And(st.arg >= 1, st.cur == st.order[st.arg - 1])),
+        ),
+        (
+            "restore's places",
+            z3.Implies(restoring(st), st.oin[j] == z3.And(j >= 0, j < st.cnt)),
+        ),
+        (
+            "place's key",
+            z3.Implies(
+                z3.And(z3.Or(in_end(st), restoring(st)), st.oin[j]), st.idx[st.order[j]] == j
+            ),
+        ),
+    ]
+    return out
+
+
+def order_facts(st: LState, k: z3.ArithRef, q: z3.ArithRef) -> Facts:
+    """The facts of complete-reuse's excuse about position ``q`` of key ``k``'s
+    recorded order (``[checkpoint's next, E)``) and accepted history (below ``next``)."""
+    op, sv, up = st.op, st.sv, st.up
+    g, gv = st.GR[k][q], st.GV[k][q]
+    recorded = z3.And(sv.nxt[k] <= q, q < st.E[k])
     return [
+        ("recorded key", z3.Implies(recorded, z3.And(keyOf(g) == k, is_record(g)))),
+        ("recorded once", z3.Implies(recorded, st.P[g] == q)),
+        (
+            "recorded outstanding",
+            z3.Implies(
+                z3.And(up, op.nxt[k] <= q, q < st.E[k]), z3.And(st.out[g], st.ov[g] == gv)
+            ),
+        ),
+        (
+            "recorded outstanding or accepted",
+            z3.Implies(
+                recorded,
+                z3.Or(
+                    z3.And(z3.Not(op.ac[g]), st.out[g], st.ov[g] == gv),
+                    z3.And(op.ac[g], op.av[g] == gv, z3.Not(sv.ac[g])),
+                ),
+            ),
+        ),
+        (
+            "history accepted",
+            z3.Implies(
+                z3.And(up, q >= 0, q < op.nxt[k]), z3.And(op.ac[g], op.av[g] == gv)
+            ),
+        ),
+        (
+            "history accepted at checkpoint",
+            z3.Implies(z3.And(q >= 0, q < sv.nxt[k]), z3.And(sv.ac[g], sv.av[g] == gv)),
+        ),
+    ]
+
+
+def all_facts(
+    st: LState,
+    r: z3.ArithRef,
+    k: z3.ArithRef,
+    j: z3.ArithRef,
+    q: z3.ArithRef | None = None,
+    excuse: bool = False,
+) -> Facts:
+    base = [
         *view_facts(st, r, k),
         *end_facts(st, r, k, j),
         ("no lost input", z3.Not(st.flag)),
         ("accepted once", z3.Not(st.twice)),
     ]
+    if not excuse:
+        return base
+    return [
+        *base,
+        *excuse_facts(st, r, k, j),
+        *order_facts(st, k, z3.Int("q") if q is None else q),
+    ]
 
 
-def fact_names() -> list[str]:
+def fact_names(excuse: bool = False) -> list[str]:
     """The names of the invariant's facts (``--drop`` takes them)."""
     st = fresh_state("names")
-    return [n for n, _ in all_facts(st, z3.Int("r"), z3.Int("k"), z3.Int("j"))]
+    r, k, j = z3.Int("r"), z3.Int("k"), z3.Int("j")
+    return [n for n, _ in all_facts(st, r, k, j, excuse=excuse)]
 
 
 def bounds(st: LState, r: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.BoolRef]:
@@ -289,6 +523,7 @@ def bounds(st: LState, r: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.Bo
         for v in (st.op, st.sv):
             out.append(z3.Implies(z3.Or(v.dl[r], v.ac[r], v.wt[r]), z3.And(r >= 0, r < o.n)))
             out += [v.nxt[k] <= o.n, v.ee[k] <= o.n]
+        out.append(RECORDS == o.n)
     if o.keys is not None:
         out += [z3.And(k >= 0, k < o.keys), st.cnt <= o.keys]
     return out
@@ -309,6 +544,8 @@ class Step:
     records: list[z3.ArithRef] = field(default_factory=list)
     keys: list[z3.ArithRef] = field(default_factory=list)
     places: list[z3.ArithRef] = field(default_factory=list)
+    #: (key, position) terms of the recorded order (``--excuse``)
+    pairs: list[tuple[z3.ArithRef, z3.ArithRef]] = field(default_factory=list)
 
 
 def _store(arr: z3.ArrayRef, cond: z3.BoolRef, i: z3.ArithRef, value: z3.ExprRef) -> z3.ArrayRef:
@@ -319,6 +556,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     """``b`` is ``a`` after one micro-step (``tag`` prefixes the step's own variables)."""
     st = Step()
     c = st.cons
+    ex = o.excuse
 
     def var(name: str, sort: str = "int") -> z3.ExprRef:
         full = f"{tag}{name}"
@@ -340,6 +578,15 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
         st.records.append(x)
         return x
 
+    def head(v: LView, k: z3.ArithRef) -> z3.ArithRef:
+        """The head of key ``k``'s expected order in view ``v`` (the recorded order: the
+        expected order is the recorded one from ``next`` on, as :mod:`.parametric_ordered`
+        proves), noted as a record and a pair term."""
+        h = a.GR[k][v.nxt[k]]
+        st.records.append(h)
+        st.pairs.append((k, v.nxt[k]))
+        return h
+
     op, sv = a.op, a.sv
     st.keys.append(a.cur)
     st.places += [a.arg, a.arg - 1]
@@ -347,7 +594,20 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     fin = var("finish", "bool")
     c.append(z3.Implies(fin, z3.And(a.ph == ADVANCE, a.up)))
     ending = z3.And(fin, a.aft == AFTER_END)
-    if o.variant != "finish-while-waiting":
+    if ex:
+        # the machine's finish: stuck on a head that does not wait, or nothing expected,
+        # no divergence pending and nothing of the key waiting
+        expecting_a = op.nxt[a.cur] < op.ee[a.cur]
+        stuck = z3.And(expecting_a, z3.Not(op.wt[head(op, a.cur)]))
+        c.append(z3.Implies(fin, z3.Or(stuck, z3.And(z3.Not(expecting_a), op.da[a.cur] < 0))))
+
+        def rest_empty(r: z3.ArithRef) -> z3.BoolRef:
+            return z3.Implies(
+                z3.And(fin, z3.Not(expecting_a)), z3.Not(z3.And(op.wt[r], keyOf(r) == a.cur))
+            )
+
+        st.univ_r.append(rest_empty)
+    elif o.variant != "finish-while-waiting":
 
         def nothing_waits(r: z3.ArithRef) -> z3.BoolRef:
             return z3.Implies(
@@ -361,15 +621,34 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     st.keys.append(nxt_key)
     other = z3.And(fin, a.aft != AFTER_END)
     ph_o, aft_o, cur_o = var("finish.phase"), var("finish.after"), key("finish.key")
-    c.append(z3.Implies(other, z3.Or(ph_o == IDLE, ph_o == ADVANCE)))
-    c.append(
-        z3.Implies(
-            other, z3.Or(aft_o == AFTER_ARRIVAL, aft_o == AFTER_RESTORE, aft_o == AFTER_NOTHING)
-        )
-    )
     arg_o = var("finish.arg")
     gives_up = var("finish.giveup", "bool")  # the give-up's divergence after an arrival
-    c.append(z3.Implies(gives_up, z3.And(other, ph_o == ADVANCE)))
+    if ex:
+        # what follows is the machine's: idle after an arrival (the count of
+        # give_up_after is not reached: no more inputs wait than it allows) or after
+        # nothing, the next place of the order after a restore's key
+        after_restore = a.aft == AFTER_RESTORE
+        c.append(
+            z3.Implies(
+                other,
+                z3.And(
+                    ph_o == z3.If(z3.And(after_restore, go), ADVANCE, IDLE),
+                    aft_o == z3.If(after_restore, AFTER_RESTORE, AFTER_NOTHING),
+                    cur_o == z3.If(after_restore, nxt_key, a.cur),
+                    arg_o == z3.If(after_restore, a.arg + 1, a.arg),
+                ),
+            )
+        )
+        c.append(z3.Not(gives_up))
+    else:
+        c.append(z3.Implies(other, z3.Or(ph_o == IDLE, ph_o == ADVANCE)))
+        c.append(
+            z3.Implies(
+                other,
+                z3.Or(aft_o == AFTER_ARRIVAL, aft_o == AFTER_RESTORE, aft_o == AFTER_NOTHING),
+            )
+        )
+        c.append(z3.Implies(gives_up, z3.And(other, ph_o == ADVANCE)))
     ph1 = z3.If(ending, z3.If(go, ADVANCE, DONE), z3.If(other, ph_o, a.ph))
     aft1 = z3.If(other, aft_o, a.aft)
     cur1 = z3.If(ending, z3.If(go, nxt_key, a.cur), z3.If(other, cur_o, a.cur))
@@ -411,11 +690,50 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     ch = chanOf(r)
     if o.variant != "redeliver":
         c.append(z3.Implies(deliver, r >= v.off[ch]))
+    hi, xc, dw = a.hi, a.XC, a.DW
+    version: z3.ArithRef = z3.IntVal(0)
+    if ex:
+        # the machine's next record of the channel: the records of the channel it passes
+        # over are lost by the replay (delivered before, below the high-water mark); a
+        # record delivered before comes with the version its replay gives it
+        again = r < hi[ch]
+        c.append(z3.Implies(deliver, is_record(r)))
+        if o.variant != "deliver-lost":
+            c.append(z3.Implies(deliver, z3.Not(lost_below_high(a, r))))
+
+        def passed_over(x: z3.ArithRef, off: z3.ArrayRef = v.off) -> z3.BoolRef:
+            return z3.Implies(
+                z3.And(deliver, chanOf(x) == ch, x >= off[ch], x < r), lost_below_high(a, x)
+            )
+
+        st.univ_r.append(passed_over)
+        version = z3.If(z3.And(again, modeOf(r) == 2), 1, 0)
+        hi = _store(hi, z3.And(deliver, z3.Not(again)), ch, r + 1)
+        # an input of a key that does not recover is accepted at once
+        c.append(z3.Implies(z3.And(deliver, v.nxt[kr] < v.ee[kr]), waits))
+        c.append(z3.Implies(z3.And(deliver, v.da[kr] >= 0), waits))
+        # the give-up of split_order: the first position of [next, ee) whose expected
+        # input is an earlier record of the arrival's channel that does not wait
+        f = var("giveup.position")
+        assert isinstance(f, z3.ArithRef)
+        e = a.GR[kr][f]
+        st.records.append(e)
+        st.pairs.append((kr, f))
+        cond = [v.nxt[kr] <= f, f < v.ee[kr]]
+        if o.variant != "give-up-anywhere":
+            cond += [chanOf(e) == ch, e < r, z3.Not(v.wt[e])]
+        c.append(z3.Implies(gu, z3.And(*cond)))
+        old = v.da[kr]
+        c.append(z3.Implies(gu, z3.And(g_ee == f, g_da == z3.If(z3.Or(old < 0, f < old), f, old))))
+        # the give-up excuses the key: its input at that position cannot come back
+        dw = _store(dw, z3.And(gu, z3.Not(xc[kr])), kr, e)
+        xc = _store(xc, gu, kr, z3.BoolVal(True))
     v = replace(
         v,
         off=_store(v.off, deliver, ch, r + 1),
         dl=_store(v.dl, deliver, r, z3.BoolVal(True)),
         wt=_store(v.wt, waits, r, z3.BoolVal(True)),
+        wv=_store(v.wv, waits, r, version),
         ee=_store(v.ee, gu, kr, g_ee),
         da=_store(v.da, gu, kr, g_da),
     )
@@ -442,6 +760,63 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     v = LView(*(z3.If(restore, getattr(restored, f), getattr(v, f)) for f in FIELDS))
     ph_r, cur_r, arg_r = var("restore.phase"), key("restore.key"), var("restore.arg")
     c.append(z3.Implies(restore, z3.Or(ph_r == IDLE, ph_r == ADVANCE)))
+    rs_order = z3.Array(f"{tag}restore.order", INT, INT)
+    rs_oin = z3.Array(f"{tag}restore.order-in", INT, BOOL)
+    rs_cnt, rs_idx = var("restore.cnt"), z3.Array(f"{tag}restore.idx", INT, INT)
+    assert isinstance(rs_cnt, z3.ArithRef)
+    outs, ovs = a.out, a.ov
+    if ex:
+        # what the store says (parametric_ordered's invariant at the checkpoint's view): a
+        # key whose recorded order goes past its position, or that recovers, appears in
+        # the store's view and is included; an included key expects its recorded order
+        def scanned(k: z3.ArithRef) -> z3.BoolRef:
+            appears = z3.Or(a.E[k] > sv2.nxt[k], sv2.nxt[k] < sv2.ee[k], sv2.da[k] >= 0)
+            return z3.Implies(
+                restore,
+                z3.And(z3.Implies(appears, inc[k]), z3.Implies(inc[k], r_ee[k] == a.E[k])),
+            )
+
+        # the loop of the included keys, in an order of them
+        def placed(k: z3.ArithRef) -> z3.BoolRef:
+            return z3.Implies(
+                z3.And(restore, inc[k]),
+                z3.And(rs_idx[k] >= 0, rs_idx[k] < rs_cnt, rs_order[rs_idx[k]] == k),
+            )
+
+        def place(j: z3.ArithRef) -> z3.BoolRef:
+            return z3.Implies(
+                restore,
+                z3.And(
+                    rs_oin[j] == z3.And(j >= 0, j < rs_cnt),
+                    z3.Implies(rs_oin[j], rs_idx[rs_order[j]] == j),
+                ),
+            )
+
+        st.univ_k += [scanned, placed]
+        st.univ_j.append(place)
+        st.keys.append(rs_order[0])
+        st.places += [z3.IntVal(0), rs_cnt]
+        c.append(
+            z3.Implies(
+                restore,
+                z3.And(
+                    ph_r == z3.If(rs_oin[0], ADVANCE, IDLE), cur_r == rs_order[0], arg_r == 1
+                ),
+            )
+        )
+        # the monitor: the inputs accepted since the checkpoint are outstanding
+        outs = z3.Array(f"{tag}restore.outstanding", INT, BOOL)
+        ovs = z3.Array(f"{tag}restore.outstanding-version", INT, INT)
+
+        def rolled_back(x: z3.ArithRef) -> z3.BoolRef:
+            dead = z3.And(restore, op.ac[x], z3.Not(sv2.ac[x]))
+            if o.variant == "forget-outstanding":
+                dead = z3.BoolVal(False)
+            return z3.And(
+                outs[x] == z3.Or(a.out[x], dead), ovs[x] == z3.If(dead, op.av[x], a.ov[x])
+            )
+
+        st.univ_r.append(rolled_back)
     # end of input: the order of the inserted keys, then the loop of the first one
     e_order = z3.Array(f"{tag}end.order", INT, INT)
     e_oin = z3.Array(f"{tag}end.order-in", INT, BOOL)
@@ -460,6 +835,18 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     st.univ_j.append(places)
     if o.variant != "end-skips-key":
         st.univ_k.append(listed)
+    if ex:
+        # the end comes when no channel has a next record, and lists each key once
+        def drained(x: z3.ArithRef, off: z3.ArrayRef = v.off) -> z3.BoolRef:
+            return z3.Implies(
+                z3.And(end, is_record(x), x >= off[chanOf(x)]), lost_below_high(a, x)
+            )
+
+        def once(j: z3.ArithRef) -> z3.BoolRef:
+            return z3.Implies(z3.And(end, e_oin[j]), e_idx[e_order[j]] == j)
+
+        st.univ_r.append(drained)
+        st.univ_j.append(once)
     first = e_order[0]
     st.keys.append(first)
     st.places += [z3.IntVal(0), e_cnt]
@@ -495,14 +882,36 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     ka = keyOf(ra)
     twice = z3.Or(a.twice, z3.And(acc, v.ac[ra]))
     st.keys.append(ka)
+    pos = v.nxt[ka]  # the accepted input's position
+    hd = head(v, cur3)
+    if ex:
+        # the machine's loop: take the head when it waits with its recorded version,
+        # diverge when it waits with another; with nothing expected, diverge when a
+        # divergence is pending, else take a waiting input of the key
+        expecting = v.nxt[cur3] < v.ee[cur3]
+        same = v.wv[hd] == a.GV[cur3][v.nxt[cur3]]
+        take_head = z3.And(expecting, rt == hd, v.wt[hd], same)
+        pending = v.da[cur3] >= 0
+        take_waiting = z3.And(z3.Not(expecting), z3.Not(pending), keyOf(rt) == cur3)
+        c.append(z3.Implies(take, z3.Or(take_head, take_waiting)))
+        c.append(
+            z3.Implies(
+                loop_div,
+                z3.Or(z3.And(expecting, v.wt[hd], z3.Not(same)), z3.And(z3.Not(expecting), pending)),
+            )
+        )
+        c.append(z3.Implies(direct, z3.And(v.nxt[kr] >= v.ee[kr], v.da[kr] < 0)))
+        version = z3.If(direct, version, v.wv[rt])
     v = replace(
         v,
         ac=_store(v.ac, acc, ra, z3.BoolVal(True)),
+        av=_store(v.av, acc, ra, version),
         wt=_store(v.wt, take, rt, z3.BoolVal(False)),
         nxt=_store(v.nxt, acc, ka, v.nxt[ka] + 1),
         ins=_store(v.ins, acc, ka, z3.BoolVal(True)),
     )
     div = z3.Or(heavy, loop_div)
+    div_at = v.nxt[cur3]
     v = replace(v, ee=_store(v.ee, div, cur3, v.nxt[cur3]), da=_store(v.da, div, cur3, -1))
     # -- a crash point reached after the heavy operation (outside the end)
     crash2 = var("crash.heavy", "bool")
@@ -518,15 +927,46 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     c.append(b.up == up4)
     c += [b.ph == ph4, b.aft == aft3, b.cur == cur3, b.arg == arg3]
     for f in FIELDS:
-        c.append(z3.Implies(b.up, getattr(b.op, f) == getattr(v, f)))
+        if ex and f in MONITORED:
+            # the monitor's cells: only kept effects change them (frozen while down)
+            c.append(getattr(b.op, f) == getattr(v, f))
+        else:
+            c.append(z3.Implies(b.up, getattr(b.op, f) == getattr(v, f)))
         c.append(getattr(b.sv, f) == getattr(sv2, f))
-    keep = z3.And(in_end(a), z3.Not(end))
+    if ex:
+        restarts = z3.Or(end, restore)
+        keep = z3.And(z3.Or(in_end(a), restoring(a)), z3.Not(restarts))
+        c.append(z3.Implies(restore, z3.And(b.order == rs_order, b.oin == rs_oin)))
+        c.append(z3.Implies(restore, z3.And(b.cnt == rs_cnt, b.idx == rs_idx)))
+    else:
+        keep = z3.And(in_end(a), z3.Not(end))
     c.append(z3.Implies(end, z3.And(b.order == e_order, b.oin == e_oin)))
     c.append(z3.Implies(end, z3.And(b.cnt == e_cnt, b.idx == e_idx)))
     c.append(z3.Implies(keep, z3.And(b.order == a.order, b.oin == a.oin)))
     c.append(z3.Implies(keep, z3.And(b.cnt == a.cnt, b.idx == a.idx)))
     c.append(b.flag == z3.Or(a.flag, z3.And(done, lost)))
     c.append(b.twice == twice)
+    if ex:
+        # the monitor of complete-reuse: an outstanding input accepted again is no longer
+        # outstanding, and leaves its key unclean if its version changed
+        back = z3.And(acc, outs[ra])
+        unc = _store(a.unc, z3.And(back, ovs[ra] != version), ka, z3.BoolVal(True))
+        c += [b.unc == unc, b.out == _store(outs, back, ra, z3.BoolVal(False)), b.ov == ovs]
+        c.append(b.hi == hi)
+        # the ghosts: an accept writes the recorded order at its position (the head is
+        # already there) and, when its store writes are kept, moves E past it; a kept
+        # divergence ends the key's recorded order at its position
+        kept = z3.Or(z3.Not(crash2), var("store.kept", "bool"))
+        c.append(b.GR == _store(a.GR, acc, ka, z3.Store(a.GR[ka], pos, ra)))
+        c.append(b.GV == _store(a.GV, acc, ka, z3.Store(a.GV[ka], pos, version)))
+        c.append(b.P == _store(a.P, acc, ra, pos))
+        grown = _store(a.E, z3.And(acc, kept, pos >= a.E[ka]), ka, pos + 1)
+        c.append(b.E == _store(grown, z3.And(div, kept), cur3, div_at))
+        # a divergence excuses its key: the head it gives up cannot come back unchanged
+        c.append(b.DW == _store(dw, z3.And(div, z3.Not(xc[cur3])), cur3, hd))
+        c.append(b.XC == _store(xc, div, cur3, z3.BoolVal(True)))
+        st.pairs += [(ka, pos), (cur3, div_at)]
+        st.records.append(ra)
     st.places += [arg3, arg3 - 1]
     return st
 
@@ -546,51 +986,81 @@ def initial(st: LState) -> list[z3.BoolRef]:
         ]
         out += [getattr(v, f) == z3.K(INT, z3.BoolVal(False)) for f in RECORDED]
         out.append(v.off == z3.K(INT, z3.IntVal(0)))
+    out += [
+        st.hi == z3.K(INT, z3.IntVal(0)),
+        st.out == z3.K(INT, z3.BoolVal(False)),
+        st.unc == z3.K(INT, z3.BoolVal(False)),
+        st.E == z3.K(INT, z3.IntVal(0)),
+        st.XC == z3.K(INT, z3.BoolVal(False)),
+    ]
     return out
+
+
+def _facts(
+    st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef, q: z3.ArithRef, o: Options
+) -> Facts:
+    return _kept(all_facts(st, r, k, j, q, o.excuse), o)
 
 
 def check_initial(o: Options, timeout_ms: int) -> Rows:
     a = fresh_state("i")
-    facts = _kept(all_facts(a, z3.Int("r0"), z3.Int("k0"), z3.Int("j0")), o)
+    facts = _facts(a, z3.Int("r0"), z3.Int("k0"), z3.Int("j0"), z3.Int("q0"), o)
     return solve_each(facts, initial(a), timeout_ms)
 
 
+Terms = tuple[
+    list[z3.ArithRef],
+    list[z3.ArithRef],
+    list[z3.ArithRef],
+    list[tuple[z3.ArithRef, z3.ArithRef]],
+]
+
+
 def _terms(
-    a: LState, tr: Step, r0: z3.ArithRef, k0: z3.ArithRef, j0: z3.ArithRef
-) -> tuple[list[z3.ArithRef], list[z3.ArithRef], list[z3.ArithRef]]:
-    """The record, key and index terms of a step query (manual instantiation)."""
+    a: LState, tr: Step, r0: z3.ArithRef, k0: z3.ArithRef, j0: z3.ArithRef, q0: z3.ArithRef
+) -> Terms:
+    """The record, key, index and (key, position) terms of a step query (manual
+    instantiation)."""
     records = [r0, *tr.records]
-    keys = [k0, *tr.keys, *(keyOf(r) for r in records)]
+    keys = [k0, *tr.keys]
+    pairs = [(k0, q0), *tr.pairs]
+    if tr.pairs:  # --excuse: the witnesses of the keys' excuses, each key's head
+        records += [a.DW[k] for k in keys]
+        pairs += [(k, a.op.nxt[k]) for k in keys]
+        records += [a.GR[k][q] for k, q in pairs]
+    keys += [keyOf(r) for r in records]
     places = [j0, *tr.places]
     for k in keys:
         places.append(a.idx[k])
-    return records, keys, places
+    return records, keys, places, pairs
 
 
 def check_step(o: Options, timeout_ms: int) -> Rows:
-    """Each fact after the step (``unsat`` = kept), for a fresh record, key and index."""
+    """Each fact after the step (``unsat`` = kept), for a fresh record, key, index and
+    (with ``--excuse``) position."""
     a, b = fresh_state("a"), fresh_state("b")
-    r0, k0, j0 = z3.Int("r0"), z3.Int("k0"), z3.Int("j0")
+    r0, k0, j0, q0 = z3.Int("r0"), z3.Int("k0"), z3.Int("j0"), z3.Int("q0")
     tr = step(a, b, o)
     hyps = list(tr.cons)
-    post = [(n, f) for n, f in _kept(all_facts(b, r0, k0, j0), o) if not o.only or n in o.only]
-    records, keys, places = _terms(a, tr, r0, k0, j0)
+    post = [(n, f) for n, f in _facts(b, r0, k0, j0, q0, o) if not o.only or n in o.only]
+    records, keys, places, pairs = _terms(a, tr, r0, k0, j0, q0)
     if o.mode == "manual":
         seen: dict[int, z3.BoolRef] = {}
-        for r, k, j in (
-            [(r, k0, j0) for r in records]
-            + [(r0, k, j0) for k in keys]
-            + [(r0, k0, j) for j in places]
+        for r, k, j, q in (
+            [(r, k0, j0, q0) for r in records]
+            + [(r0, k, j0, q0) for k in keys]
+            + [(r0, k0, j, q0) for j in places]
+            + [(r0, k, j0, q) for k, q in pairs]
         ):
-            for _, f in _kept(all_facts(a, r, k, j), o):
+            for _, f in _facts(a, r, k, j, q, o):
                 seen.setdefault(f.get_id(), f)
         inst = [u(r) for u in tr.univ_r for r in records]
         inst += [u(k) for u in tr.univ_k for k in keys]
         inst += [u(j) for u in tr.univ_j for j in places]
         hyps += [*seen.values(), *inst]
     else:
-        x, y, z = z3.Int("xr"), z3.Int("yk"), z3.Int("zj")
-        hyps += [z3.ForAll([x, y, z], f) for _, f in _kept(all_facts(a, x, y, z), o)]
+        x, y, z, w = z3.Int("xr"), z3.Int("yk"), z3.Int("zj"), z3.Int("wq")
+        hyps += [z3.ForAll([x, y, z, w], f) for _, f in _facts(a, x, y, z, w, o)]
         hyps += [z3.ForAll([x], u(x)) for u in tr.univ_r]
         hyps += [z3.ForAll([y], u(y)) for u in tr.univ_k]
         hyps += [z3.ForAll([z], u(z)) for u in tr.univ_j]
@@ -612,6 +1082,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--keys", type=positive_int, default=None)
     ap.add_argument("--variant", default="", choices=VARIANTS, help="a broken model")
+    ap.add_argument(
+        "--excuse",
+        action="store_true",
+        help="also complete-reuse's excuse (a divergence finds its key excused, which lasts)",
+    )
     ap.add_argument("--mode", default="manual", choices=("manual", "quant"))
     ap.add_argument("--drop", default="", help="comma list of facts to leave out")
     ap.add_argument("--initial", action="store_true", help="check the initial state too")
@@ -619,15 +1094,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="only the totals")
     args = ap.parse_args(argv)
     drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
-    known = fact_names()
+    if args.variant in EXCUSE_VARIANTS and not args.excuse:
+        ap.error(f"--variant {args.variant} needs --excuse")
+    known = fact_names(args.excuse)
     unknown = [d for d in drop if d not in known]
     if unknown:
         ap.error(f"--drop: no fact named {unknown[0]!r} (known: {', '.join(known)})")
     for n in args.n:
-        o = Options(n=n, keys=args.keys, variant=args.variant, mode=args.mode, drop=drop)
+        o = Options(
+            n=n,
+            keys=args.keys,
+            variant=args.variant,
+            mode=args.mode,
+            drop=drop,
+            excuse=args.excuse,
+        )
         label = (
             f"n={'none' if n is None else n} keys={args.keys} mode={o.mode} "
-            f"variant={o.variant or 'ordered'}" + (f" drop={','.join(o.drop)}" if o.drop else "")
+            + ("excuse " if o.excuse else "")
+            + f"variant={o.variant or 'ordered'}"
+            + (f" drop={','.join(o.drop)}" if o.drop else "")
         )
         if args.initial:
             report_initial(label, check_initial(o, args.timeout * 1000))
