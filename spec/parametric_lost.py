@@ -357,11 +357,6 @@ def excuse_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> 
             (f"outstanding not accepted {name}", z3.Implies(st.out[r], z3.Not(v.ac[r]))),
             (f"delivered is a record {name}", z3.Implies(v.dl[r], is_record(r))),
             (f"delivered below high {name}", z3.Implies(v.dl[r], r < st.hi[c])),
-            (f"accepted below high {name}", z3.Implies(v.ac[r], r < st.hi[c])),
-            (
-                f"delivered below offset {name}",
-                z3.Implies(z3.And(guard, v.dl[r]), r < v.off[c]),
-            ),
             (
                 f"passed over is lost {name}",
                 z3.Implies(
@@ -370,6 +365,7 @@ def excuse_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> 
                 ),
             ),
         ]
+    out.append(("accepted below high", z3.Implies(op.ac[r], r < st.hi[c])))
     head = st.GR[k][op.nxt[k]]
     out += [
         ("outstanding below high", z3.Implies(st.out[r], r < st.hi[c])),
@@ -385,12 +381,9 @@ def excuse_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> 
         ),
         ("delivered at checkpoint", z3.Implies(z3.And(up, sv.dl[r]), op.dl[r])),
         ("accepted at checkpoint", z3.Implies(z3.And(up, sv.ac[r]), op.ac[r])),
-        ("offsets grow", z3.Implies(up, sv.off[c] <= op.off[c])),
         (
             "end after every delivery",
-            z3.Implies(
-                z3.And(in_end(st), is_record(r), r >= op.off[c]), lost_below_high(st, r)
-            ),
+            z3.Implies(z3.And(in_end(st), is_record(r), r >= op.off[c]), lost_below_high(st, r)),
         ),
         ("positions from zero", z3.And(sv.nxt[k] >= 0, z3.Implies(up, op.nxt[k] >= 0))),
         ("end after checkpoint", sv.nxt[k] <= st.E[k]),
@@ -400,9 +393,7 @@ def excuse_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> 
             "expected to end",
             z3.Implies(up, z3.Or(op.ee[k] == st.E[k], op.nxt[k] == st.E[k], op.da[k] >= 0)),
         ),
-        ("positions grow", z3.Implies(up, sv.nxt[k] <= op.nxt[k])),
         ("divergence excused", z3.Implies(z3.And(up, op.da[k] >= 0), st.XC[k])),
-        ("checkpoint divergence excused", z3.Implies(sv.da[k] >= 0, st.XC[k])),
         (
             "excuse witnessed",
             z3.Implies(
@@ -438,12 +429,6 @@ def excuse_facts(st: LState, r: z3.ArithRef, k: z3.ArithRef, j: z3.ArithRef) -> 
             "restore's places",
             z3.Implies(restoring(st), st.oin[j] == z3.And(j >= 0, j < st.cnt)),
         ),
-        (
-            "place's key",
-            z3.Implies(
-                z3.And(z3.Or(in_end(st), restoring(st)), st.oin[j]), st.idx[st.order[j]] == j
-            ),
-        ),
     ]
     return out
 
@@ -459,9 +444,7 @@ def order_facts(st: LState, k: z3.ArithRef, q: z3.ArithRef) -> Facts:
         ("recorded once", z3.Implies(recorded, st.P[g] == q)),
         (
             "recorded outstanding",
-            z3.Implies(
-                z3.And(up, op.nxt[k] <= q, q < st.E[k]), z3.And(st.out[g], st.ov[g] == gv)
-            ),
+            z3.Implies(z3.And(up, op.nxt[k] <= q, q < st.E[k]), z3.And(st.out[g], st.ov[g] == gv)),
         ),
         (
             "recorded outstanding or accepted",
@@ -475,9 +458,7 @@ def order_facts(st: LState, k: z3.ArithRef, q: z3.ArithRef) -> Facts:
         ),
         (
             "history accepted",
-            z3.Implies(
-                z3.And(up, q >= 0, q < op.nxt[k]), z3.And(op.ac[g], op.av[g] == gv)
-            ),
+            z3.Implies(z3.And(up, q >= 0, q < op.nxt[k]), z3.And(op.ac[g], op.av[g] == gv)),
         ),
         (
             "history accepted at checkpoint",
@@ -523,7 +504,7 @@ def bounds(st: LState, r: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.Bo
         for v in (st.op, st.sv):
             out.append(z3.Implies(z3.Or(v.dl[r], v.ac[r], v.wt[r]), z3.And(r >= 0, r < o.n)))
             out += [v.nxt[k] <= o.n, v.ee[k] <= o.n]
-        out.append(RECORDS == o.n)
+        out.append(o.n == RECORDS)
     if o.keys is not None:
         out += [z3.And(k >= 0, k < o.keys), st.cnt <= o.keys]
     return out
@@ -606,7 +587,8 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
                 z3.And(fin, z3.Not(expecting_a)), z3.Not(z3.And(op.wt[r], keyOf(r) == a.cur))
             )
 
-        st.univ_r.append(rest_empty)
+        if o.variant != "finish-while-waiting":
+            st.univ_r.append(rest_empty)
     elif o.variant != "finish-while-waiting":
 
         def nothing_waits(r: z3.ArithRef) -> z3.BoolRef:
@@ -799,9 +781,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
         c.append(
             z3.Implies(
                 restore,
-                z3.And(
-                    ph_r == z3.If(rs_oin[0], ADVANCE, IDLE), cur_r == rs_order[0], arg_r == 1
-                ),
+                z3.And(ph_r == z3.If(rs_oin[0], ADVANCE, IDLE), cur_r == rs_order[0], arg_r == 1),
             )
         )
         # the monitor: the inputs accepted since the checkpoint are outstanding
@@ -838,9 +818,7 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     if ex:
         # the end comes when no channel has a next record, and lists each key once
         def drained(x: z3.ArithRef, off: z3.ArrayRef = v.off) -> z3.BoolRef:
-            return z3.Implies(
-                z3.And(end, is_record(x), x >= off[chanOf(x)]), lost_below_high(a, x)
-            )
+            return z3.Implies(z3.And(end, is_record(x), x >= off[chanOf(x)]), lost_below_high(a, x))
 
         def once(j: z3.ArithRef) -> z3.BoolRef:
             return z3.Implies(z3.And(end, e_oin[j]), e_idx[e_order[j]] == j)
@@ -897,15 +875,22 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
         c.append(
             z3.Implies(
                 loop_div,
-                z3.Or(z3.And(expecting, v.wt[hd], z3.Not(same)), z3.And(z3.Not(expecting), pending)),
+                z3.Or(
+                    z3.And(expecting, v.wt[hd], z3.Not(same)), z3.And(z3.Not(expecting), pending)
+                ),
             )
         )
         c.append(z3.Implies(direct, z3.And(v.nxt[kr] >= v.ee[kr], v.da[kr] < 0)))
         version = z3.If(direct, version, v.wv[rt])
+    # the monitor sees the accept unless a crash point is reached before its first effect
+    # (a cut at 0); its store writes are kept when no crash point follows, or some are
+    crash2 = var("crash.heavy", "bool")
+    seen = z3.And(acc, z3.Or(z3.Not(crash2), var("accept.seen", "bool"))) if ex else acc
+    kept = z3.Or(z3.Not(crash2), z3.And(seen, var("store.kept", "bool")))
     v = replace(
         v,
-        ac=_store(v.ac, acc, ra, z3.BoolVal(True)),
-        av=_store(v.av, acc, ra, version),
+        ac=_store(v.ac, seen, ra, z3.BoolVal(True)),
+        av=_store(v.av, seen, ra, version),
         wt=_store(v.wt, take, rt, z3.BoolVal(False)),
         nxt=_store(v.nxt, acc, ka, v.nxt[ka] + 1),
         ins=_store(v.ins, acc, ka, z3.BoolVal(True)),
@@ -914,7 +899,6 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     div_at = v.nxt[cur3]
     v = replace(v, ee=_store(v.ee, div, cur3, v.nxt[cur3]), da=_store(v.da, div, cur3, -1))
     # -- a crash point reached after the heavy operation (outside the end)
-    crash2 = var("crash.heavy", "bool")
     c.append(z3.Implies(crash2, z3.And(up3, z3.Not(in_end(a)), z3.Not(ending), z3.Not(end))))
     up4 = z3.And(up3, z3.Not(crash2))
     ph4 = z3.If(crash2, IDLE, ph3)
@@ -949,22 +933,22 @@ def step(a: LState, b: LState, o: Options, tag: str = "") -> Step:
     if ex:
         # the monitor of complete-reuse: an outstanding input accepted again is no longer
         # outstanding, and leaves its key unclean if its version changed
-        back = z3.And(acc, outs[ra])
+        back = z3.And(seen, outs[ra])
         unc = _store(a.unc, z3.And(back, ovs[ra] != version), ka, z3.BoolVal(True))
         c += [b.unc == unc, b.out == _store(outs, back, ra, z3.BoolVal(False)), b.ov == ovs]
         c.append(b.hi == hi)
         # the ghosts: an accept writes the recorded order at its position (the head is
         # already there) and, when its store writes are kept, moves E past it; a kept
         # divergence ends the key's recorded order at its position
-        kept = z3.Or(z3.Not(crash2), var("store.kept", "bool"))
-        c.append(b.GR == _store(a.GR, acc, ka, z3.Store(a.GR[ka], pos, ra)))
-        c.append(b.GV == _store(a.GV, acc, ka, z3.Store(a.GV[ka], pos, version)))
-        c.append(b.P == _store(a.P, acc, ra, pos))
+        c.append(_store(a.GR, acc, ka, z3.Store(a.GR[ka], pos, ra)) == b.GR)
+        c.append(_store(a.GV, acc, ka, z3.Store(a.GV[ka], pos, version)) == b.GV)
+        c.append(_store(a.P, acc, ra, pos) == b.P)
         grown = _store(a.E, z3.And(acc, kept, pos >= a.E[ka]), ka, pos + 1)
-        c.append(b.E == _store(grown, z3.And(div, kept), cur3, div_at))
+        voided = z3.And(div, z3.Or(z3.Not(crash2), var("divergence.kept", "bool")))
+        c.append(_store(grown, voided, cur3, div_at) == b.E)
         # a divergence excuses its key: the head it gives up cannot come back unchanged
-        c.append(b.DW == _store(dw, z3.And(div, z3.Not(xc[cur3])), cur3, hd))
-        c.append(b.XC == _store(xc, div, cur3, z3.BoolVal(True)))
+        c.append(_store(dw, z3.And(div, z3.Not(xc[cur3])), cur3, hd) == b.DW)
+        c.append(_store(xc, div, cur3, z3.BoolVal(True)) == b.XC)
         st.pairs += [(ka, pos), (cur3, div_at)]
         st.records.append(ra)
     st.places += [arg3, arg3 - 1]
@@ -990,8 +974,8 @@ def initial(st: LState) -> list[z3.BoolRef]:
         st.hi == z3.K(INT, z3.IntVal(0)),
         st.out == z3.K(INT, z3.BoolVal(False)),
         st.unc == z3.K(INT, z3.BoolVal(False)),
-        st.E == z3.K(INT, z3.IntVal(0)),
-        st.XC == z3.K(INT, z3.BoolVal(False)),
+        z3.K(INT, z3.IntVal(0)) == st.E,
+        z3.K(INT, z3.BoolVal(False)) == st.XC,
     ]
     return out
 

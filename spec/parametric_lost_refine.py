@@ -39,13 +39,14 @@ from . import parametric_lost as pl
 from . import parametric_refine as pr
 from .bound import Bound, BoundError, parse
 from .monitors import flag
-from .parametric import count, keyOf
-from .parametric_refine import DEFAULT_BOUND, Snapshot, bools, machine_of, runs_of
+from .parametric import code, count, keyOf
+from .parametric_refine import DEFAULT_BOUND, Snapshot, bools, codes, machine_of, runs_of
 from .properties import NO_LOST_INPUT
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``),
-#: and whether it reached the end of input and the end's loop took a waiting input
-REACH = ("crash", "restore", "wait", "end", "end takes")
+#: whether it reached the end of input and the end's loop took a waiting input, and
+#: (``--excuse``) whether a divergence excused a key
+REACH = ("crash", "restore", "wait", "end", "end takes", "excused")
 
 
 def snapshot(m: enc.Machine) -> Snapshot:
@@ -61,8 +62,11 @@ def snapshot(m: enc.Machine) -> Snapshot:
             "ac": [bool(cells.cell("accepted", r)) for r in range(m.n)],
             "wt": [bool(cells.cell("waiting", r)) for r in range(m.n)],
             "off": [cells.cell("offset", ch) for ch in range(m.c)],
+            "wv": [cells.cell("waiting-version", r) for r in range(m.n)],
+            "av": [cells.cell("accepted-version", r) for r in range(m.n)],
         }
     w = m.world
+    up = bool(w["up"]) and bool(m.live())
     order = [w.cell("order", j) for j in range(m.k)]
     oin = [bool(w.cell("order-in", j)) for j in range(m.k)]
     idx = {}
@@ -71,7 +75,7 @@ def snapshot(m: enc.Machine) -> Snapshot:
             idx[order[j]] = j
     return {
         "views": views,
-        "up": bool(w["up"]) and bool(m.live()),
+        "up": up,
         "ph": w["phase"],
         "aft": w["after"],
         "cur": w["key"],
@@ -81,11 +85,55 @@ def snapshot(m: enc.Machine) -> Snapshot:
         "cnt": sum(oin),
         "idx": idx,
         "flag": bool(w[flag(NO_LOST_INPUT)]),
+        "hi": [w.cell("high", ch) for ch in range(m.c)],
+        "out": [bool(w.cell("outstanding", r)) for r in range(m.n)],
+        "ov": [w.cell("outstanding-version", r) for r in range(m.n)],
+        "unc": [bool(w.cell("unclean", k)) for k in range(m.k)],
+        "recorded": [recorded_order(m, k) for k in range(m.k)],
+        "marks": len(m.marks),
     }
 
 
-def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
-    """The model's state ``st`` is the machine's snapshot ``snap``."""
+def recorded_order(m: enc.Machine, k: int) -> list[int]:
+    """The ghost recorded order of key ``k`` as codes: the checkpoint's history below its
+    position, then the store's recorded order (its valid carriers) up to the first
+    position without one (the ghost ``E`` is its length)."""
+    out = codes(m.saved.cell("history", k))
+    has, records, versions = m.recorded_order(k)
+    q = len(out)
+    while q < m.n and has[q]:
+        out.append(code(records[q], versions[q]))
+        q += 1
+    return out
+
+
+def excused(m: enc.Machine) -> list[bool]:
+    """Per key, whether the machine's state excuses it from complete-reuse (as
+    spec/induction.py's ``_reuse_facts`` says): its monitor marked it unclean, or one of
+    its outstanding inputs can only come back changed or not at all (it waits with
+    another version, or is not delivered and its replay loses or changes it)."""
+    w = m.world
+    view = m.op if w["up"] and m.live() else m.saved
+
+    def doomed(r: int) -> bool:
+        if not w.cell("outstanding", r):
+            return False
+        version = w.cell("outstanding-version", r)
+        if view.cell("waiting", r) and view.cell("waiting-version", r) != version:
+            return True
+        mode = m.shape.mode[r]
+        changed = 1 if mode == 2 else 0
+        return not view.cell("delivered", r) and (mode == 1 or changed != version)
+
+    return [
+        bool(w.cell("unclean", k)) or any(m.shape.key[r] == k and doomed(r) for r in range(m.n))
+        for k in range(m.k)
+    ]
+
+
+def bind(st: pl.LState, snap: Snapshot, excuse: set[int] | None = None) -> list[z3.BoolRef]:
+    """The model's state ``st`` is the machine's snapshot ``snap`` (with ``excuse``, the
+    keys the ghost ``XC`` excuses, also the parts of ``--excuse``)."""
     out: list[z3.BoolRef] = []
     for name in ("op", "sv"):
         v, data = getattr(st, name), snap["views"][name]
@@ -108,6 +156,21 @@ def bind(st: pl.LState, snap: Snapshot) -> list[z3.BoolRef]:
     ]
     out += [st.order[j] == x for j, x in enumerate(snap["order"])]
     out += [st.idx[k] == j for k, j in snap["idx"].items()]
+    if excuse is None:
+        return out
+    for name in ("op", "sv"):
+        v, data = getattr(st, name), snap["views"][name]
+        out += [v.wv[r] == x for r, x in enumerate(data["wv"])]
+        out += [v.av[r] == x for r, x in enumerate(data["av"])]
+    out += [st.hi[ch] == x for ch, x in enumerate(snap["hi"])]
+    out.append(st.out == bools(snap["out"]))
+    out += [st.ov[r] == x for r, x in enumerate(snap["ov"])]
+    out.append(st.unc == bools(snap["unc"]))
+    for k, order in enumerate(snap["recorded"]):
+        out.append(st.E[k] == len(order))
+        out += [st.GR[k][q] == x // 2 for q, x in enumerate(order)]
+        out += [st.GV[k][q] == x % 2 for q, x in enumerate(order)]
+    out += [st.XC[k] == (k in excuse) for k in range(len(snap["unc"]))]
     return out
 
 
@@ -127,14 +190,34 @@ def check_run(
     keys = [z3.IntVal(k) for k in range(bound.keys)]
     places = [z3.IntVal(j) for j in range(-1, bound.keys + 2)]
     ended = takes = False
+    # the ghost excuse: the keys a divergence (an invalidation, or a give-up's pending
+    # divergence) has excused so far
+    xc: set[int] | None = set() if o.excuse else None
     for t in range(m.steps):
+        marks = len(m.marks)
         m.micro_step(t)
         after = snapshot(m)
         a, b = pl.fresh_state("a"), pl.fresh_state("b")
         tr = pl.step(a, b, o)
-        hyps = list(tr.cons) + bind(a, before) + bind(b, after)
+        xc_after = None
+        if xc is not None:
+            xc_after = xc | {x.key for x in m.marks[marks:]}
+            da0, da1 = before["views"]["op"]["da"], after["views"]["op"]["da"]
+            xc_after |= {k for k in range(bound.keys) if da1[k] >= 0 and da1[k] != da0[k]}
+            # the model proves its excuse is the machine's: check it on the run too
+            machine = excused(m)
+            if any(not machine[k] for k in xc_after):
+                return [
+                    f"micro-step {t}: a key excused by a divergence, not by the machine's "
+                    f"state: {[str(s) for s in node.steps]}"
+                ]
+        hyps = list(tr.cons) + bind(a, before, xc) + bind(b, after, xc_after)
         hyps += [keyOf(r) == shape.key[r] for r in range(shape.inputs)]
         hyps += [pl.chanOf(r) == shape.channel[r] for r in range(shape.inputs)]
+        if o.excuse:
+            modes = {"same": 0, "lost": 1, "changed": 2}
+            hyps += [pl.modeOf(r) == modes[x] for r, x in enumerate(shape.mode)]
+            hyps.append(shape.inputs == pl.RECORDS)
         rs, ks, js = records + tr.records, keys + tr.keys, places + tr.places
         hyps += [u(r) for u in tr.univ_r for r in rs]
         hyps += [u(k) for u in tr.univ_k for k in ks]
@@ -153,12 +236,13 @@ def check_run(
             if before["views"]["op"]["wt"][r] and not after["views"]["op"]["wt"][r]
         ]
         takes = takes or (looping and bool(gone))
-        before = after
+        before, xc = after, xc_after
     if reached is not None:
         for name in ("crash", "restore", "wait"):
             reached[name] += bool(m.reach[name])
         reached["end"] += ended
         reached["end takes"] += takes
+        reached["excused"] += bool(xc)
     return []
 
 
@@ -206,12 +290,13 @@ def check_runs(
     seed: int = 1,
     stop_after: int = 3,
     waiting: int = 0,
+    excuse: bool = False,
 ) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
     (of ``variant``: a broken one may fail); stops after ``stop_after`` failing runs."""
     out = pr.Outcome(reached=dict.fromkeys(REACH, 0))
-    o = pl.Options(variant=variant)
+    o = pl.Options(variant=variant, excuse=excuse)
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
         return check_run(bound, shape, node, o, timeout_ms, out.reached)
@@ -233,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--waiting", type=count, default=0, help="that many random runs that leave an input waiting"
     )
+    ap.add_argument(
+        "--excuse", action="store_true", help="also the model's part for complete-reuse's excuse"
+    )
     ap.add_argument("--seed", type=count, default=1, help="of the random runs")
     ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
     args = ap.parse_args(argv)
@@ -240,10 +328,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         bound = parse(args.bound)
     except BoundError as e:
         ap.error(str(e))
+    if args.variant in pl.EXCUSE_VARIANTS and not args.excuse:
+        ap.error(f"--variant {args.variant} needs --excuse")
     done = check_runs(
-        bound, args.random, args.variant, args.timeout * 1000, args.seed, waiting=args.waiting
+        bound,
+        args.random,
+        args.variant,
+        args.timeout * 1000,
+        args.seed,
+        waiting=args.waiting,
+        excuse=args.excuse,
     )
-    return pr.report(f"{args.bound} variant={args.variant or 'ordered'}", done)
+    label = f"{args.bound} variant={args.variant or 'ordered'}"
+    return pr.report(label + (" excuse" if args.excuse else ""), done)
 
 
 if __name__ == "__main__":

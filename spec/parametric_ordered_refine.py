@@ -74,7 +74,7 @@ from .agentterms import Plan
 from .bound import Bound, BoundError, parse
 from .monitors import flag
 from .parametric import INT, code, count, keyOf
-from .parametric_lost_refine import ordered_runs
+from .parametric_lost_refine import excused, ordered_runs
 from .parametric_refine import (
     DEFAULT_BOUND,
     SCALE,
@@ -166,30 +166,6 @@ def snapshot(m: enc.Machine) -> Snapshot:
         "flag": bool(w[flag("no-stale-reuse")]),
         "now": m.time,
     }
-
-
-def excused(m: enc.Machine) -> list[bool]:
-    """Per key, whether the machine's state excuses it from complete-reuse (as
-    spec/induction.py's ``_reuse_facts`` says): its monitor marked it unclean, or one of
-    its outstanding inputs can only come back changed or not at all (it waits with
-    another version, or is not delivered and its replay loses or changes it)."""
-    w = m.world
-    view = m.op if w["up"] and m.live() else m.saved
-
-    def doomed(r: int) -> bool:
-        if not w.cell("outstanding", r):
-            return False
-        version = w.cell("outstanding-version", r)
-        if view.cell("waiting", r) and view.cell("waiting-version", r) != version:
-            return True
-        mode = m.shape.mode[r]
-        changed = 1 if mode == 2 else 0
-        return not view.cell("delivered", r) and (mode == 1 or changed != version)
-
-    return [
-        bool(w.cell("unclean", k)) or any(m.shape.key[r] == k and doomed(r) for r in range(m.n))
-        for k in range(m.k)
-    ]
 
 
 #: the number of the agent functions' tags that stands for ``NONE`` (the value 0)
