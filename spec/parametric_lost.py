@@ -68,6 +68,37 @@ world a flag set by an accept of an accepted input, and the invariant says, per 
 that an accepted or waiting input is below its channel's offset and a waiting input is
 not accepted, and that the flag is not set.
 
+With ``--excuse`` (``Options.excuse``) the model proves the second guard: a
+divergence finds its key *excused* (spec/induction.py's ``_reuse_facts``: the monitor
+marked the key unclean, or one of its outstanding inputs cannot come back unchanged), and
+the excuse lasts. The ghost ``XC`` is set by every divergence and every give-up of
+``split_order`` and never reset, so the guard holds by construction; the invariant says
+that the machine's excuse follows from it, with a witness record per key (``DW``). For
+that the model gains each record's waiting and accepted version, the channels'
+high-water marks and the records' replay modes (``modeOf``), complete-reuse's monitor
+(outstanding inputs, their versions, unclean keys), the recorded order as a ghost
+(``GR``/``GV`` per key and position, its end ``E``, and each input's last accepted
+position ``P``), and the restore's order of keys; and the step follows the machine more
+closely: a delivery takes the next record of its channel that the replay does not lose
+(with the version its replay gives it) and is accepted at once exactly when its key
+does not recover; the give-up of ``split_order`` is at a position whose expected input
+is an earlier record of the arrival's channel that does not wait; the loop takes the
+head of the expected order when it waits with its recorded version, diverges when it
+waits with another or when nothing is expected and a divergence is pending, or takes a
+waiting input of its key; a loop finishes only when the machine's does, and is followed
+by what follows it in the machine; the restore loops over the keys it includes, in an
+order of them; the end comes only when no channel has a next record. Two facts come from
+:mod:`.parametric_ordered`'s model of the store, as assumptions of the restore: a key
+whose recorded order goes past its position, or that recovers in the checkpoint,
+appears in the store's view and is included; an included key expects its recorded order
+(``ee = E``); and the expected order is the recorded one (the head is ``GR`` at
+``next``). The count of ``give_up_after`` is never reached: the proof is for bounds of
+at most 64 inputs (``ordered``'s ``give_up_after``; beyond it, a key with that many
+inputs waiting gives up its recorded order without an excuse). While the operator is down, the
+monitor's cells of the live view (delivered, accepted, accepted version) keep what the
+last kept effects left; an accept is seen by the monitor unless a crash point is reached
+before its first effect.
+
 Run: ``python -m replay_contract.spec.parametric_lost --help`` (see docs/parametric.md).
 """
 

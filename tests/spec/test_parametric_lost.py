@@ -1,5 +1,6 @@
-"""The experimental parametric induction step of ``ordered`` / ``no-lost-input``, and
-of the first guard of complete-reuse's store half (no input is accepted twice)
+"""The experimental parametric induction step of ``ordered`` / ``no-lost-input``, of
+the first guard of complete-reuse's store half (no input is accepted twice) and, with
+``excuse``, of its second (a divergence finds its key excused, and the excuse lasts)
 (:mod:`.parametric_lost`): its invariant is kept whatever the bound, each fact is
 needed, the broken variants are refuted, and the machine's micro-steps are steps of the
 model on concrete runs (:mod:`.parametric_lost_refine`)."""
@@ -54,6 +55,53 @@ BROKEN = {
         "waiting not accepted op",
         "accepted once",
     },
+}
+
+
+#: the facts ``excuse`` adds
+EXCUSE_FACTS = [
+    "outstanding not accepted op",
+    "delivered is a record op",
+    "delivered below high op",
+    "passed over is lost op",
+    "outstanding not accepted sv",
+    "delivered is a record sv",
+    "delivered below high sv",
+    "passed over is lost sv",
+    "accepted below high",
+    "outstanding below high",
+    "outstanding waiting",
+    "delivered at checkpoint",
+    "accepted at checkpoint",
+    "end after every delivery",
+    "positions from zero",
+    "end after checkpoint",
+    "end after position",
+    "expected before end",
+    "expected to end",
+    "divergence excused",
+    "excuse witnessed",
+    "waiting head in a loop",
+    "recovering key placed",
+    "restore's key",
+    "restore's places",
+    "recorded key",
+    "recorded once",
+    "recorded outstanding",
+    "recorded outstanding or accepted",
+    "history accepted",
+    "history accepted at checkpoint",
+]
+
+#: per broken variant of the excuse, the facts its step does not keep
+BROKEN_EXCUSE = {
+    "give-up-anywhere": {"excuse witnessed"},
+    "forget-outstanding": {
+        "excuse witnessed",
+        "recorded outstanding",
+        "recorded outstanding or accepted",
+    },
+    "deliver-lost": {"excuse witnessed"},
 }
 
 
@@ -123,3 +171,56 @@ def test_the_command_line_reports_the_step(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4
     assert all("23/23" in line for line in out if line.startswith("step"))
+
+
+def test_the_excuse_of_complete_reuse_is_inductive() -> None:
+    rows = pl.check_step(pl.Options(excuse=True), TIMEOUT_MS)
+    assert [name for name, _, _ in rows] == FACTS + EXCUSE_FACTS
+    assert not_kept(rows) == set()
+    assert not_kept(pl.check_initial(pl.Options(excuse=True), TIMEOUT_MS)) == set()
+
+
+def test_the_excuse_is_the_same_at_a_bound() -> None:
+    assert not_kept(pl.check_step(pl.Options(n=4, keys=2, excuse=True), TIMEOUT_MS)) == set()
+
+
+@pytest.mark.parametrize("variant", sorted(BROKEN_EXCUSE))
+def test_a_broken_excuse_is_not_kept(variant: str) -> None:
+    rows = pl.check_step(pl.Options(variant=variant, excuse=True), TIMEOUT_MS)
+    assert not_kept(rows) == BROKEN_EXCUSE[variant]
+
+
+@pytest.mark.parametrize(
+    "fact",
+    # a sample of the excuse's facts, one of each kind (the whole list: docs/parametric.md)
+    [
+        "outstanding waiting",
+        "passed over is lost op",
+        "end after every delivery",
+        "expected to end",
+        "waiting head in a loop",
+        "recovering key placed",
+        "recorded outstanding or accepted",
+    ],
+)
+def test_each_fact_of_the_excuse_is_needed(fact: str) -> None:
+    rows = pl.check_step(pl.Options(drop=(fact,), excuse=True), TIMEOUT_MS)
+    assert fact not in {name for name, _, _ in rows}
+    assert not_kept(rows), f"the invariant without {fact!r} is still kept"
+
+
+def test_the_machine_takes_only_model_steps_of_the_excuse() -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=2")
+    done = refine.check_runs(bound, waiting=10, seed=2, excuse=True)
+    assert done.runs == 10
+    assert done.failures == []
+    # some run diverges, and the machine's state excuses the key there and after
+    assert done.reached["excused"] >= 1
+
+
+def test_an_excuse_variant_needs_the_excuse(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        pl.main(["--variant", "deliver-lost"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "needs --excuse" in err and "\n" not in err
