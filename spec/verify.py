@@ -40,7 +40,7 @@ from replay_contract.model.scenario import Scenario, Step
 from replay_contract.model.trace import Trace
 
 from . import encoding as enc
-from . import induction
+from . import induction, parametric_engine
 from . import logic as lg
 from .agentterms import Plan
 from .bound import Bound
@@ -49,7 +49,7 @@ from .properties import COMPLETE_REUSE, PROPERTIES, check, check_all
 from .workers import Key, Workers
 
 VERDICTS = ("proved", "counterexample", "unknown")
-ENGINES = ("unrolling", "induction")
+ENGINES = ("unrolling", "induction", "parametric")
 BEHAVIOURS = ("crash", "restore", "reuse", "wait", "invalidation")
 
 
@@ -424,8 +424,26 @@ def verify_contract(
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     _progress = progress  # forked workers inherit it and report as they go
+    by_step: dict[tuple[str, str], tuple[bool, float, str]] = {}
+    if engine == "parametric":
+        by_step = parametric_engine.prove(contract, bound, properties, timeout, workers, progress)
+        for (agent, prop), (ok, _, why) in sorted(by_step.items()):
+            if not ok:
+                _say(
+                    f"{contract.name} / {prop} / {agent}: not proved by its parametric step "
+                    f"({why}); induction"
+                )
+        engine = "induction"  # for what the parametric steps leave
     jobs = [
-        (contract, agent, bound, tuple(properties), timeout, reachability, engine)
+        (
+            contract,
+            agent,
+            bound,
+            tuple(p for p in properties if not by_step.get((agent, p), (False,))[0]),
+            timeout,
+            reachability,
+            engine,
+        )
         for agent in bound.agents
     ]
     tasks = len(jobs)
@@ -447,6 +465,10 @@ def verify_contract(
     finally:
         _progress = None
     results = {p: Result(contract.name, p, "proved", bound, 0.0) for p in properties}
+    for (agent, prop), (ok, seconds, _) in by_step.items():
+        results[prop].seconds += seconds
+        if ok:
+            results[prop].engines[agent] = "parametric"
     reach: dict[str, str] = dict.fromkeys(
         BEHAVIOURS, "unreachable" if reachability else "not checked"
     )
@@ -482,9 +504,12 @@ class AgentOutcome:
     @property
     def refutes_all(self) -> bool:
         """Every property has a counterexample and every behaviour checked is reached:
-        the other agents could add nothing."""
-        return all(r.verdict == "counterexample" for r in self.results.values()) and all(
-            v == "reached" for v in self.reach.values()
+        the other agents could add nothing. (An agent left no property to check, all
+        proved by parametric steps, refutes nothing.)"""
+        return (
+            bool(self.results)
+            and all(r.verdict == "counterexample" for r in self.results.values())
+            and all(v == "reached" for v in self.reach.values())
         )
 
 
@@ -635,6 +660,8 @@ def _attempted(
     contract: Contract, agent: str, bound: Bound, properties: tuple[str, ...]
 ) -> list[str]:
     """The properties induction tries for one agent, said."""
+    if not properties:
+        return []  # all proved by parametric steps
     attempted = induction.inductive(contract, agent, properties)
     if not attempted:
         why = induction.not_covered(contract, agent)

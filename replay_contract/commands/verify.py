@@ -54,12 +54,14 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=("unrolling", "induction"),
+        choices=("unrolling", "induction", "parametric"),
         default="unrolling",
         help="how properties are proved: 'unrolling' (default: every run of the bound "
-        "unrolled into one formula) or 'induction' (an invariant kept by every micro-step; "
+        "unrolled into one formula), 'induction' (an invariant kept by every micro-step; "
         "for contracts it has an invariant for, with the unrolling for the rest and for "
-        "counterexamples)",
+        "counterexamples) or 'parametric' (the experimental parametric steps, which hold "
+        "for every bound: ordered's six properties and two of seqnum's; induction for the "
+        "rest; see docs/parametric.md)",
     )
     p.add_argument(
         "--no-reachability", action="store_true", help="skip the reachability (vacuity) checks"
@@ -170,10 +172,14 @@ def _text(r: Any, table: str, hint: str) -> str:
     line = f"{r.contract:22} {r.property:22} {r.verdict:15} {r.seconds:7.1f} s"
     if r.reason:
         line += f"  ({r.reason})"
-    by = sorted(a for a, e in r.engines.items() if e == "induction")
-    if by:
-        whom = "" if len(by) == len(r.engines) else f" for agent {' and '.join(by)}"
-        line += f"  (by induction{whom})"
+    for engine, how in (
+        ("parametric", "by a parametric step: every bound"),
+        ("induction", "by induction"),
+    ):
+        by = sorted(a for a, e in r.engines.items() if e == engine)
+        if by:
+            whom = "" if len(by) == len(r.engines) else f" for agent {' and '.join(by)}"
+            line += f"  ({how}{whom})"
     if r.counterexample is None:
         return line
     ce = r.counterexample
