@@ -8,8 +8,8 @@ state satisfies the invariant and every micro-step keeps it, the property holds 
 every bound. This module runs the steps a (contract, agent, property) has, as jobs of a
 process pool, and says which properties they prove:
 
-* ``ordered`` (the published rules, whatever the name), agents ``stateful`` and
-  ``chain``: all six properties. ``no-stale-reuse``, ``divergence-safeguard``,
+* ``ordered`` (the published rules, whatever the name and ``give_up_after``), agents
+  ``stateful`` and ``chain``: all six properties. ``no-stale-reuse``, ``divergence-safeguard``,
   ``key-isolation`` and ``equivalent-outcome`` by the model of the store
   (:mod:`.parametric_ordered`, one job per agent with the facts of the properties
   asked); ``no-lost-input`` by the model of the waiting inputs
@@ -88,11 +88,16 @@ class Done:
 
 
 def same_rules(contract: Contract, published: Contract) -> bool:
-    """Whether ``contract`` has the rules of ``published`` (its name and description
-    aside): a model is written for a contract's rules, not for its name."""
-    return attrs.evolve(contract, name=published.name, description=published.description) == (
-        published
-    )
+    """Whether ``contract`` has the rules of ``published``, its name, description and
+    ``give_up_after`` aside: a model is written for a contract's rules, not for its name,
+    and the models let a waiting key give up at any arrival (only ``complete-reuse``'s
+    excuse counts, and :func:`plan` asks it only for bounds the count never reaches)."""
+    return attrs.evolve(
+        contract,
+        name=published.name,
+        description=published.description,
+        give_up_after=published.give_up_after,
+    ) == (published)
 
 
 def plan(

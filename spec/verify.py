@@ -75,8 +75,8 @@ class Result:
     reason: str = ""
     counterexample: Counterexample | None = None
     reachable: dict[str, str] = field(factory=dict)
-    #: per agent: the engine whose answer the verdict is (``induction`` proofs, or the
-    #: ``unrolling``'s proofs, counterexamples and unknowns)
+    #: per agent: the engine whose answer the verdict is (``parametric`` or ``induction``
+    #: proofs, or the ``unrolling``'s proofs, counterexamples and unknowns)
     engines: dict[str, str] = field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
