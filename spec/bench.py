@@ -16,16 +16,17 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   told), found by growing one dimension at a time from a base bound, and Z3 against the
   explorer at each largest one (no dimension can grow without the explorer running out
   of time); the row with the most runs is the largest bound the explorer finishes;
-- ``parametric``: the experimental parametric induction steps of ``ordered``
-  (docs/parametric.md), whose queries do not depend on the bound: each model and agent
-  as a job of its own, one worker per core, and the wall-clock time of all of them.
-  ``complete-reuse`` is covered by two models (the store's half, and the excuse a
-  divergence leaves), and the models' refinement of the machine is tested on runs, not
-  proved: ``verify`` does not use them.
+- ``parametric``: the parametric steps of ``ordered`` (docs/parametric.md) that
+  ``verify --engine parametric`` runs for its six properties at ``--ordered-bound``;
+  their queries do not depend on the bound: each model and agent as a job of its own,
+  one worker per core, and the wall-clock time of all of them. ``complete-reuse`` is
+  covered by two models (the store's half, and the excuse a divergence leaves), and the
+  models' refinement of the machine is tested on runs, not proved.
 
 ``--engine induction`` proves the ``proofs``, ``ordered``, ``explorer``, ``growth`` and
 ``frontier`` sections with the induction engine where it applies (:mod:`.induction`),
-the unrolling elsewhere; the ``engine`` column says which answered.
+the unrolling elsewhere, and ``--engine parametric`` with the parametric steps first;
+the ``engine`` column says which answered.
 
 Each solver query gets ``--timeout`` seconds; a query that runs out is reported as
 ``unknown``, so the benchmark always ends.
@@ -35,11 +36,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from attrs import evolve
@@ -49,7 +48,7 @@ from replay_contract.model.bounded import Exploration, explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
 
-from . import parametric_lost, parametric_ordered
+from . import parametric_engine
 from .bound import DEFAULT, Bound, BoundError, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import Result, verify_contract
@@ -326,66 +325,35 @@ def frontier(
     return out
 
 
-#: The parametric steps of ``ordered``: (model, agent, properties), the costliest first
-#: (the ``lost`` job third, so that the two workers of 2 cores finish together);
-#: ``lost`` is the model of :mod:`.parametric_lost` with its excuse of complete-reuse (no
-#: agent: it has no store), and ``complete`` the store's half of complete-reuse
-#: (:data:`.parametric_ordered.COMPLETE_FACTS`, given two guards of the step, which the
-#: ``lost`` model proves).
-PARAMETRIC = (
-    ("ordered", "chain", "no-stale-reuse,divergence-safeguard,key-isolation,equivalent-outcome"),
-    ("complete", "chain", "complete-reuse"),
-    ("lost", "", "no-lost-input,complete-reuse"),
-    ("ordered", "stateful", "no-stale-reuse,divergence-safeguard,key-isolation,equivalent-outcome"),
-    ("complete", "stateful", "complete-reuse"),
-)
-
-
-def _parametric_job(job: tuple[str, str, str], timeout: float) -> dict[str, Any]:
-    model, agent, props = job
+def parametric(bound: str, timeout: float) -> list[dict[str, Any]]:
+    """The parametric steps ``verify --engine parametric`` runs for ``ordered``'s six
+    properties at ``bound`` (:func:`.parametric_engine.plan`), one worker per core, and
+    the wall-clock time of all of them."""
+    jobs = parametric_engine.plan(ORDERED, parse(bound), PROPERTIES)
+    _say(f"parametric: {len(jobs)} steps on {os.cpu_count()} cores")
     t0 = time.perf_counter()
-    entries = 1 if agent == "stateful" else 2
-    if model == "lost":
-        o_lost = parametric_lost.Options(excuse=True)
-        rows = parametric_lost.check_step(o_lost, int(timeout * 1000))
-    elif model == "complete":
-        o = parametric_ordered.Options(
-            entries=entries, complete=True, only=parametric_ordered.COMPLETE_FACTS
-        )
-        rows = parametric_ordered.check_step(o, int(timeout * 1000))
-    else:
-        o = parametric_ordered.Options(
-            entries=entries, safeguard=True, isolation=True, outcome=True
-        )
-        rows = parametric_ordered.check_step(o, int(timeout * 1000))
-    seconds = time.perf_counter() - t0
-    bad = [name for name, res, _ in rows if res != "unsat"]
-    return {
-        "model": model,
-        "agent": agent or "-",
-        "properties": props,
-        "facts": len(rows),
-        "kept": len(rows) - len(bad),
-        "not kept": ",".join(bad) or "-",
-        "seconds": round(seconds, 2),
-    }
-
-
-def parametric(timeout: float) -> list[dict[str, Any]]:
-    """The parametric steps of ``ordered`` (:data:`PARAMETRIC`), one worker per core."""
-    _say(f"parametric: {len(PARAMETRIC)} steps on {os.cpu_count()} cores")
-    t0 = time.perf_counter()
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
-        rows = list(pool.map(_parametric_job, PARAMETRIC, [timeout] * len(PARAMETRIC)))
+    done = parametric_engine.run_all(list(jobs), timeout)
     wall = time.perf_counter() - t0
+    rows: list[dict[str, Any]] = []
+    for d in done:
+        rows.append(
+            {
+                "model": d.job.model,
+                "agent": d.job.agent or "-",
+                "properties": ",".join(sorted({p for _, p in jobs[d.job]})),
+                "facts": d.facts,
+                "kept": d.facts - len(d.failed),
+                "not kept": ",".join(d.failed) or "-",
+                "seconds": round(d.seconds, 2),
+            }
+        )
     facts = sum(r["facts"] for r in rows)
     kept = sum(r["kept"] for r in rows)
     rows.append(
         {
             "model": "all (wall clock)",
             "agent": "-",
-            "properties": "all six",
+            "properties": f"{len({p for pairs in jobs.values() for _, p in pairs})} of six",
             "facts": facts,
             "kept": kept,
             "not kept": "-" if kept == facts else "see above",
@@ -443,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=positive_number, default=120.0)
     p.add_argument(
         "--engine",
-        choices=("unrolling", "induction"),
+        choices=("unrolling", "induction", "parametric"),
         default="unrolling",
         help="the engine of the proofs, ordered, explorer, growth and frontier sections "
         "(see verify --engine)",
@@ -509,7 +477,7 @@ def _run(args: argparse.Namespace) -> int:
             args.engine,
         )
     if "parametric" in only:
-        record["parametric"] = parametric(args.timeout)
+        record["parametric"] = parametric(args.ordered_bound, args.timeout)
     print(json.dumps(record, indent=2) if args.json else _text(record))
     return 0
 

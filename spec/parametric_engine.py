@@ -185,6 +185,21 @@ def run(job: Job, timeout: float | None) -> Done:
     return Done(job, tuple(failed), facts, time.perf_counter() - t0)
 
 
+def run_all(
+    jobs: Sequence[Job],
+    timeout: float | None = None,
+    workers: int | None = None,
+) -> list[Done]:
+    """Every job, the costliest first, one process per worker (default: one per core)."""
+    order = sorted(jobs, key=Job.cost, reverse=True)
+    count = min(len(order), workers or os.cpu_count() or 1)
+    if count > 1 and "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+            return list(pool.map(run, order, [timeout] * len(order)))
+    return [run(job, timeout) for job in order]
+
+
 def prove(
     contract: Contract,
     bound: Bound,
@@ -198,18 +213,11 @@ def prove(
     jobs = plan(contract, bound, properties)
     if not jobs:
         return {}
-    order = sorted(jobs, key=Job.cost, reverse=True)
-    count = min(len(order), workers or os.cpu_count() or 1)
     if say:
-        say(f"{contract.name} / parametric: {len(order)} steps on {count} workers")
-    if count > 1 and "fork" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
-            done = list(pool.map(run, order, [timeout] * len(order)))
-    else:
-        done = [run(job, timeout) for job in order]
+        count = min(len(jobs), workers or os.cpu_count() or 1)
+        say(f"{contract.name} / parametric: {len(jobs)} steps on {count} workers")
     out: dict[tuple[str, str], tuple[bool, float, str]] = {}
-    for d in done:
+    for d in run_all(list(jobs), timeout, workers):
         served = jobs[d.job]
         if say:
             what = "kept" if not d.failed else f"not kept: {', '.join(d.failed)}"
