@@ -40,7 +40,7 @@ from replay_contract.model.scenario import Scenario, Step
 from replay_contract.model.trace import Trace
 
 from . import encoding as enc
-from . import induction, parametric_engine
+from . import induction, parametric_engine, witness
 from . import logic as lg
 from .agentterms import Plan
 from .bound import Bound
@@ -143,6 +143,10 @@ def build(
     return Problem(contract, agent, bound, machine, solver, time.monotonic() - started)
 
 
+#: Seconds a reachability check pinned to a witness (:mod:`.witness`) may take before
+#: the free search.
+WITNESS_TIMEOUT = 60.0
+
 #: Seconds between two "still solving" lines of a long solver query.
 HEARTBEAT = 30.0
 
@@ -176,13 +180,18 @@ def _article(noun: str) -> str:
 
 
 def _check(
-    problem: Problem, goal: Any, timeout: float | None, what: str
+    problem: Problem,
+    goal: Any,
+    timeout: float | None,
+    what: str,
+    given: Sequence[z3.BoolRef] = (),
 ) -> tuple[z3.CheckSatResult, str]:
+    """Is there a run of the problem where ``goal`` holds (and ``given``)?"""
     solver = problem.solver
     if timeout is not None:
         solver.set("timeout", max(1, int(timeout * 1000)))
     with _heartbeat(f"{problem.contract.name} / {what} / {problem.agent}"):
-        result = solver.check(lg.lift_bool(goal))
+        result = solver.check(lg.lift_bool(goal), *given)
     reason = solver.reason_unknown() if result == z3.unknown else ""
     return result, reason
 
@@ -590,16 +599,43 @@ def _unroll(
         results[prop] = Result(
             contract.name, prop, "proved", bound, seconds, engines={agent: "unrolling"}
         )
-    alone = _screen(problem, rest, timeout, results) if rest else set()
+    started = time.monotonic()
+    hints = witness.find(
+        contract, agent, bound, problem.machine, BEHAVIOURS if reachability else (), rest
+    )
+    searching = time.monotonic() - started
+    _say(
+        f"{contract.name} / {agent}: witnesses of {', '.join(sorted(hints)) or 'nothing'} "
+        f"among random runs ({searching:.1f} s)"
+    )
+    monitors = problem.machine.monitors
+    # a property a random run breaks: the solver under that run's values, so that the
+    # counterexample is a run of the encoding (decoded and replayed as any other)
+    witnessed: dict[str, z3.ModelRef] = {}
+    for prop in rest:
+        results[prop].seconds += searching / (len(rest) + reachability)
+        if prop in hints:
+            started = time.monotonic()
+            pinned = min(timeout or WITNESS_TIMEOUT, WITNESS_TIMEOUT)
+            outcome, _ = _check(problem, monitors.broken(prop), pinned, prop, hints[prop])
+            if outcome == z3.sat:
+                witnessed[prop] = problem.solver.model()
+            results[prop].seconds += time.monotonic() - started
+    screened = tuple(p for p in rest if p not in witnessed)
+    alone = _screen(problem, screened, timeout, results) if screened else set()
     for prop in rest:
         result = results[prop]
-        if prop not in alone:
+        if prop not in alone and prop not in witnessed:
             _say(f"{contract.name} / {prop} / {agent}: proved ({result.seconds:.1f} s)")
             continue
         started = time.monotonic()
-        outcome, reason = _check(problem, problem.machine.monitors.broken(prop), timeout, prop)
-        if outcome == z3.sat:
-            shape, steps = decode(problem, problem.solver.model())
+        if prop in witnessed:
+            outcome, found = z3.sat, witnessed[prop]
+        else:
+            outcome, reason = _check(problem, monitors.broken(prop), timeout, prop)
+            found = problem.solver.model() if outcome == z3.sat else None
+        if found is not None:
+            shape, steps = decode(problem, found)
             result.counterexample = replay(problem, prop, shape, steps)
             result.verdict = "counterexample"
         elif outcome == z3.unknown:
@@ -609,17 +645,21 @@ def _unroll(
         _say(f"{contract.name} / {prop} / {agent}: {result.verdict} ({result.seconds:.1f} s)")
     reach: dict[str, str] = {}  # nothing checked
     if reachability:
+        started = time.monotonic()
         for behaviour in BEHAVIOURS:
             if behaviour in reach:
                 continue  # the run found for an earlier behaviour shows it
             reach[behaviour] = "unreachable"
-            started = time.monotonic()
-            outcome, reason = _check(
-                problem,
-                problem.machine.reach[behaviour],
-                timeout,
-                f"reaching {_article(behaviour)} {behaviour}",
-            )
+            what = f"reaching {_article(behaviour)} {behaviour}"
+            goal = problem.machine.reach[behaviour]
+            outcome = z3.unknown
+            if behaviour in hints:
+                # a run of the model that reaches it, as values of the free variables: a
+                # model under them is a run of the encoding; without one, the free search
+                pinned = min(timeout or WITNESS_TIMEOUT, WITNESS_TIMEOUT)
+                outcome, reason = _check(problem, goal, pinned, what, hints[behaviour])
+            if outcome != z3.sat:
+                outcome, reason = _check(problem, goal, timeout, what)
             if outcome == z3.sat:
                 reach[behaviour] = "reached"
                 model = problem.solver.model()
@@ -629,9 +669,9 @@ def _unroll(
                         reach[other] = "reached"
             elif outcome == z3.unknown:
                 reach[behaviour] = f"unknown ({reason})"
-            reaching = time.monotonic() - started
-            for r in results.values():
-                r.seconds += reaching / len(results)
+        reaching = time.monotonic() - started
+        for r in results.values():
+            r.seconds += reaching / len(results)
         reach = {b: reach[b] for b in BEHAVIOURS}
     return AgentOutcome(results, reach)
 
