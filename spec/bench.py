@@ -49,7 +49,7 @@ from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
 
 from . import parametric_engine
-from .bound import DEFAULT, Bound, BoundError, parse
+from .bound import Bound, BoundError, parse
 from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import Result, verify_contract
 
@@ -384,8 +384,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--contracts", default="seqnum,stable-id,read-set,no-divergence-check")
     p.add_argument(
         "--ordered-bound",
-        default=str(DEFAULT),
-        help="bound of the ordered proofs (the issue's goal: inputs=8,channels=3,keys=2,crashes=2)",
+        default="inputs=3,channels=2,keys=2,crashes=1",
+        help="bound of the ordered and parametric sections (the issue's goal: "
+        "inputs=8,channels=3,keys=2,crashes=2; the ordered section's "
+        "ordered-before-first-tool-call has no parametric step)",
     )
     p.add_argument(
         "--explorer-bound",

@@ -55,13 +55,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--engine",
         choices=("unrolling", "induction", "parametric"),
-        default="unrolling",
-        help="how properties are proved: 'unrolling' (default: every run of the bound "
-        "unrolled into one formula), 'induction' (an invariant kept by every micro-step; "
-        "for contracts it has an invariant for, with the unrolling for the rest and for "
-        "counterexamples) or 'parametric' (the experimental parametric steps, which hold "
-        "for every bound: ordered's six properties and two of seqnum's; induction for the "
-        "rest; see docs/parametric.md)",
+        default="parametric",
+        help="how properties are proved: 'parametric' (default: the parametric steps, which "
+        "hold for every bound, where one fits the contract: ordered's six properties and "
+        "two of seqnum's; then as 'induction'), 'induction' (an invariant kept by every "
+        "micro-step, for contracts it has an invariant for; then as 'unrolling') or "
+        "'unrolling' (every run of the bound unrolled into one formula; it also finds the "
+        "counterexamples and checks reachability for the other two)",
     )
     p.add_argument(
         "--no-reachability", action="store_true", help="skip the reachability (vacuity) checks"
