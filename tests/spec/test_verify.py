@@ -26,8 +26,8 @@ SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
 FAST = {n: c for n, c in {**CONTRACTS, **MUTANTS}.items() if not c.wait}
 
 
-def _agree(contract, bound) -> None:
-    results = verify_contract(contract, bound)
+def _agree(contract, bound, engine: str = "unrolling") -> None:
+    results = verify_contract(contract, bound, engine=engine)
     explored = bounded.explore(bound, contract)
     for r in results:
         assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
@@ -41,6 +41,13 @@ def _agree(contract, bound) -> None:
 @pytest.mark.parametrize("name", list(FAST))
 def test_z3_and_explorer_agree(name: str) -> None:
     _agree(FAST[name], SMALL)
+
+
+@pytest.mark.parametrize("name", list(FAST))
+def test_the_default_engine_agrees_with_the_explorer(name: str) -> None:
+    # the command's default: parametric steps where they fit, then induction, then the
+    # unrolling (its counterexamples and reachability checks pinned to witnesses first)
+    _agree(FAST[name], SMALL, engine="parametric")
 
 
 #: Waiting contracts at a bound where their proofs take seconds: the published one, its
