@@ -14,7 +14,9 @@ one query proves them all, about as fast as the hardest of them alone.
 Next to the proofs, :func:`verify_contract` checks that the interesting behaviour is
 reachable within the bound (a crash, a restore, a reuse, a wait, an invalidation), and,
 on request, that the number of micro-steps unrolled is enough for every scenario of
-the bound (the machine always finishes).
+the bound (the machine always finishes). Both searches, for a counterexample and for a
+behaviour, are first pinned to random runs of the model that show it
+(:mod:`.witness`), and search freely only where none does.
 """
 
 from __future__ import annotations
@@ -427,7 +429,10 @@ def verify_contract(
     With ``engine="induction"``, the properties :func:`.induction.inductive` gives are
     first proved by induction (:mod:`.induction`); the unrolling answers for the rest.
     There each step class of each agent is a job of its own (default: at most one
-    worker per core), the costliest first (:func:`_classes_in_parallel`).
+    worker per core), the costliest first (:func:`_classes_in_parallel`). With
+    ``engine="parametric"`` (the command's default), the parametric steps that fit the
+    contract (:mod:`.parametric_engine`) go first, as proofs for every bound; what they
+    leave goes on as with ``induction``.
     """
     global _progress
     if engine not in ENGINES:
