@@ -18,6 +18,7 @@ from replay_contract.spec.bench import (
     frontier,
     growth,
     parametric,
+    proofs,
 )
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
@@ -206,3 +207,20 @@ def test_the_parametric_section_reports_each_step(monkeypatch: pytest.MonkeyPatc
     assert total["model"] == "all (wall clock)"
     assert total["properties"] == "2 of six"
     assert total["seconds"] >= step["seconds"] * 0.9
+
+
+def test_the_parametric_section_runs_verify_as_a_user_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # verify --contract ordered with the default engine and the reachability checks;
+    # only the waiting inputs' step here (for time): the rest by induction
+    bound = "inputs=2,channels=2,keys=1,crashes=1"
+    jobs = parametric_engine.plan(ORDERED, parse(bound), PROPERTIES)
+    lost = {j: pairs for j, pairs in jobs.items() if j.model == "lost"}
+    monkeypatch.setattr(parametric_engine, "plan", lambda *args: lost)
+    rows = proofs("ordered", bound, 60.0, "parametric", reachability=True)
+    *each, total = rows
+    assert {r["property"] for r in each} == set(PROPERTIES)
+    assert all(r["verdict"] == r["expected"] == "proved" for r in each)
+    assert {r["property"]: r["engine"] for r in each}["no-lost-input"] == "parametric"
+    assert total["verdict"] == "reached: crash,restore,reuse,wait,invalidation"
