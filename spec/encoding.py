@@ -1079,14 +1079,21 @@ class ScheduleEnv:
         self.moves = list(moves)
         self.boundaries: set[int] = set()
         self.used = 0
+        #: the move given at each micro-step where the machine was idle
+        self.given: dict[int, Move] = {}
 
     def __call__(self, t: int, idle: Sym) -> Move:
-        if idle is True and self.used < len(self.moves):
+        move = Move(False, False, NOTHING, 0, -1)
+        if (
+            idle is True
+            and self.used < len(self.moves)
+            and (self.moves[self.used].main != RESTORE or t in self.boundaries)
+        ):
             move = self.moves[self.used]
-            if move.main != RESTORE or t in self.boundaries:
-                self.used += 1
-                return move
-        return Move(False, False, NOTHING, 0, -1)
+            self.used += 1
+        if idle is True:
+            self.given[t] = move
+        return move
 
 
 def run_concrete(
@@ -1096,9 +1103,11 @@ def run_concrete(
     steps: Any,
     epoch: int | None = None,
     first: int | None = None,
+    one_checkpoint: bool = False,
 ) -> Machine:
     """The machine driven by one scenario of the bound (a
-    :class:`replay_contract.model.bounded.Shape` and its schedule)."""
+    :class:`replay_contract.model.bounded.Shape` and its schedule); its ``env`` is the
+    :class:`ScheduleEnv`, with the moves it gave."""
     from replay_contract.model.bounded import record_name
 
     channel_of = {record_name(r): shape.channel[r] for r in range(shape.inputs)}
@@ -1113,6 +1122,7 @@ def run_concrete(
         env,
         epoch,
         first,
+        one_checkpoint=one_checkpoint,
     )
     env.boundaries = machine.boundaries
     machine.run()

@@ -34,7 +34,6 @@ from replay_contract.model.trace import Trace
 
 from . import encoding as enc
 from .bound import Bound
-from .logic import Sym
 from .properties import check
 
 #: How many random runs, and how many seconds, the search for witnesses may take.
@@ -60,20 +59,6 @@ def _modes(rng: random.Random, length: int, most: int) -> tuple[bounded.Mode, ..
     for r in rng.sample(range(length), rng.randrange(min(most, length) + 1)):
         mode[r] = rng.choice(("lost", "changed"))
     return tuple(mode)
-
-
-class _Recording:
-    """The schedule's environment, remembering the move of every micro-step."""
-
-    def __init__(self, env: enc.ScheduleEnv) -> None:
-        self.env = env
-        self.idle_moves: dict[int, enc.Move] = {}
-
-    def __call__(self, t: int, idle: Sym) -> enc.Move:
-        move = self.env(t, idle)
-        if idle is True:
-            self.idle_moves[t] = move
-        return move
 
 
 def _pins(
@@ -136,26 +121,13 @@ def find(
             shown |= {p for p in asked if not check(p, trace).holds}
         if not shown:
             continue
-        channel_of = {bounded.record_name(r): shape.channel[r] for r in range(shape.inputs)}
-        schedule = enc.ScheduleEnv(enc.moves_of(node.steps, channel_of))
-        env = _Recording(schedule)
-        run = enc.Machine(
-            contract,
-            agent,
-            bound,
-            enc.concrete_shape(shape.channel, shape.key, shape.mode),
-            env,
-            enc.budget(contract, bound),
-            enc.first_budget(contract, bound),
-            one_checkpoint=True,
-        )
-        schedule.boundaries = run.boundaries
-        run.run()
+        run = enc.run_concrete(contract, bound, shape, node.steps, one_checkpoint=True)
         if run.assumptions or run.finished is not True:
             continue  # a run the bounded machine does not take as it is (e.g. two checkpoints)
         for name in sorted(shown):
             flag = run.reach[name] if name in bounded.REACH else run.monitors.broken(name)
             if flag is True:
-                out[name] = _pins(machine, shape, env.idle_moves)
+                assert isinstance(run.env, enc.ScheduleEnv)
+                out[name] = _pins(machine, shape, run.env.given)
                 need.discard(name)
     return out
