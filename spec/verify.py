@@ -145,8 +145,8 @@ def build(
     return Problem(contract, agent, bound, machine, solver, time.monotonic() - started)
 
 
-#: Seconds a reachability check pinned to a witness (:mod:`.witness`) may take before
-#: the free search.
+#: Seconds a query pinned to a witness (:mod:`.witness`: a run that breaks a property or
+#: reaches a behaviour) may take before the free search.
 WITNESS_TIMEOUT = 60.0
 
 #: Seconds between two "still solving" lines of a long solver query.
