@@ -55,6 +55,12 @@ class Bound:
 #: every bound, the induction engine's grow with the number of inputs and crashes.
 DEFAULT = Bound(inputs=6, channels=2, keys=2, crashes=2)
 
+#: How ``verify`` may prove a property (docs/howto/verify.md), and the one it uses
+#: unless told (also the manifest's): the parametric steps where they fit, then induction,
+#: then the unrolling.
+ENGINES = ("unrolling", "induction", "parametric")
+DEFAULT_ENGINE = "parametric"
+
 _NUMBERS = ("inputs", "channels", "keys", "crashes", "changes")
 
 

@@ -8,8 +8,8 @@ that ``simulate`` replays. ``status`` says how the verdict is established today:
 model gives it at that bound, the symbolic proof does not finish within the budget yet).
 
 ``python -m replay_contract.spec.manifest`` runs ``verify`` (with its default engine,
-:data:`ENGINE`, and the reachability checks) on every ``verified`` entry and reports any
-difference; ``--write`` rewrites the counterexample files.
+:data:`.bound.DEFAULT_ENGINE`, and the reachability checks) on every ``verified`` entry
+and reports any difference; ``--write`` rewrites the counterexample files.
 """
 
 from __future__ import annotations
@@ -24,10 +24,7 @@ from attrs import frozen
 from replay_contract.cli import OneLineParser
 from replay_contract.model.contracts import CONTRACTS
 
-from .bound import Bound, parse
-
-#: The engine of ``verify`` the manifest is checked with: ``verify``'s default
-ENGINE = "parametric"
+from .bound import DEFAULT_ENGINE, Bound, parse
 
 ROOT = Path(__file__).resolve().parent
 PATH = ROOT / "manifest.json"
@@ -78,7 +75,7 @@ def check(entries: list[Expected], write: bool = False) -> list[str]:
             bound,
             [e.property for e in group],
             timeout=max(e.budget for e in group),
-            engine=ENGINE,
+            engine=DEFAULT_ENGINE,
         )
         for e, r in zip(group, results, strict=True):
             if r.verdict != e.verdict:

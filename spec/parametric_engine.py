@@ -42,9 +42,11 @@ from concurrent.futures import ProcessPoolExecutor
 import attrs
 from attrs import frozen
 
+from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import ORDERED, SEQNUM, Contract
 
 from . import parametric, parametric_lost, parametric_ordered
+from .agentterms import Plan
 from .bound import Bound
 from .parametric import Rows
 from .properties import (
@@ -56,8 +58,9 @@ from .properties import (
     NO_STALE_REUSE,
 )
 
-#: the entries (actions that call a tool) of each agent the models cover
-ENTRIES = {"stateful": 1, "chain": 2}
+#: the agents the models cover, with the number of entries of each one's plan (the
+#: models' ``entries``: one for ``stateful``, two for ``chain``)
+ENTRIES = {a: len(Plan.of(AGENTS[a]).entries) for a in ("stateful", "chain")}
 
 
 @frozen
@@ -92,12 +95,15 @@ def same_rules(contract: Contract, published: Contract) -> bool:
     ``give_up_after`` aside: a model is written for a contract's rules, not for its name,
     and the models let a waiting key give up at any arrival (only ``complete-reuse``'s
     excuse counts, and :func:`plan` asks it only for bounds the count never reaches)."""
-    return attrs.evolve(
-        contract,
-        name=published.name,
-        description=published.description,
-        give_up_after=published.give_up_after,
-    ) == (published)
+    return (
+        attrs.evolve(
+            contract,
+            name=published.name,
+            description=published.description,
+            give_up_after=published.give_up_after,
+        )
+        == published
+    )
 
 
 def plan(

@@ -45,13 +45,13 @@ from . import encoding as enc
 from . import induction, parametric_engine, witness
 from . import logic as lg
 from .agentterms import Plan
-from .bound import Bound
+from .bound import ENGINES, Bound
 from .induction import Check, ClassOutcome, Outcome
 from .properties import COMPLETE_REUSE, PROPERTIES, check, check_all
 from .workers import Key, Workers
 
 VERDICTS = ("proved", "counterexample", "unknown")
-ENGINES = ("unrolling", "induction", "parametric")
+
 BEHAVIOURS = ("crash", "restore", "reuse", "wait", "invalidation")
 
 

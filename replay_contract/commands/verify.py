@@ -17,7 +17,7 @@ from replay_contract.cli import (
     writable_folder,
 )
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
-from replay_contract.spec.bound import DEFAULT, BoundError, parse
+from replay_contract.spec.bound import DEFAULT, DEFAULT_ENGINE, ENGINES, BoundError, parse
 from replay_contract.spec.properties import PROPERTIES
 
 
@@ -54,8 +54,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=("unrolling", "induction", "parametric"),
-        default="parametric",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
         help="how properties are proved: 'parametric' (default: the parametric steps, which "
         "hold for every bound, where one fits the contract: ordered's six properties and "
         "two of seqnum's; then as 'induction'), 'induction' (an invariant kept by every "
