@@ -8,6 +8,9 @@
 ``process:<command>``
     any program that speaks the line-oriented JSON protocol of :mod:`.process` on its
     standard input and output (``docs/protocol.md``).
+``flink-agents:kafka`` and ``flink-agents:fluss``
+    the real Apache Flink Agents runtime, through the adapter of ``conformance/flink-agents``
+    (:mod:`.flink_agents`); ``:fresh-jvm`` after the name restores in a new JVM.
 ``kafka`` and ``fluss``
     the project's runtimes, from ``replay_contract.runtime.kafka`` and
     ``replay_contract.runtime.fluss`` (a function ``implementation()`` returning the
@@ -31,7 +34,14 @@ def names() -> list[str]:
     """Every target name this suite knows, the process target as a pattern."""
     from replay_contract.model.mutants import MUTANTS
 
-    return ["model", *RUNTIMES, "process:<command>", *(f"mutant:{m}" for m in MUTANTS)]
+    return [
+        "model",
+        *RUNTIMES,
+        "flink-agents:kafka",
+        "flink-agents:fluss",
+        "process:<command>",
+        *(f"mutant:{m}" for m in MUTANTS),
+    ]
 
 
 def resolve(target: str) -> Implementation:
@@ -62,6 +72,16 @@ def resolve(target: str) -> Implementation:
             return ProcessImplementation(command)
         except (OSError, ProtocolError) as exc:
             raise CommandError(f"target {target}: not available: {exc}") from None
+    if target.startswith("flink-agents:"):
+        from . import flink_agents
+
+        try:
+            impl: Implementation = flink_agents.implementation(target)
+        except CommandError:
+            raise
+        except Exception as exc:
+            raise CommandError(f"target {target}: not available: {_one_line(exc)}") from None
+        return impl
     if target in RUNTIMES:
         return _runtime(target)
     raise CommandError(f"unknown target {target!r} (known: {', '.join(names())})")
