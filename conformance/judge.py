@@ -57,6 +57,7 @@ class Result:
     complete_reuse: str = ""
     report: str = ""
     scenario_file: str | None = None
+    first: Difference | None = None
 
 
 def unclaimed(caps: Capabilities, contract: Contract, verb: str = "implements") -> str | None:
@@ -122,6 +123,7 @@ def judge(
         reason=reason,
         property=broken[0].property if broken else None,
         difference=diff.summary() if diff is not None else None,
+        first=diff,
         report=failure_report(
             scenario,
             contract,

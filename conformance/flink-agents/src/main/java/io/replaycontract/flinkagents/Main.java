@@ -48,8 +48,12 @@ public final class Main {
         String restore = args.getOrDefault("restore", "same-jvm");
         String backend = require(args, "backend");
         String label = args.getOrDefault("label", "Apache Flink Agents");
+        // --bug skip-reuse: a deliberately broken adapter that does not report reuses (the
+        // suite's own tests require it to fail).
+        Session.bug = args.getOrDefault("bug", "");
         protocol.send(hello(label + " (" + backend + ", restore " + restore.replace('-', ' ') + ")"));
         if (args.containsKey("worker")) {
+            protocol.dieOnCrash();
             new Incarnations(protocol, args).serve(true);
         } else if (restore.equals("fresh-jvm")) {
             new Front(protocol, argv, args).serve();

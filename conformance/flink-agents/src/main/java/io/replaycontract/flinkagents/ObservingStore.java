@@ -44,9 +44,21 @@ final class ObservingStore implements ActionStateStore {
         return lastLookup;
     }
 
+    /**
+     * After the suite crashed the step, the operator is dead: the exception that unwinds the
+     * step in this JVM must not reach the store (upstream records a failed call's exception
+     * durably, which a crashed process never would).
+     */
+    private void alive() {
+        if (session.crashed()) {
+            throw new Protocol.Crash();
+        }
+    }
+
     @Override
     public void put(Object key, long seqNum, Action action, Event event, ActionState state)
             throws Exception {
+        alive();
         store.put(key, seqNum, action, event, state);
         if (state.isCompleted()) {
             session.saved(key, seqNum, action, event);
@@ -55,6 +67,7 @@ final class ObservingStore implements ActionStateStore {
 
     @Override
     public ActionState get(Object key, long seqNum, Action action, Event event) throws Exception {
+        alive();
         lastLookup = seqNum;
         Map<String, ActionState> before = view();
         ActionState state = store.get(key, seqNum, action, event);

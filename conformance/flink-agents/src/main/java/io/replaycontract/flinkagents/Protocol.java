@@ -21,6 +21,7 @@ final class Protocol {
     private final BufferedReader in;
     private final PrintStream out;
     private boolean crashed;
+    private boolean dieOnCrash;
 
     Protocol(BufferedReader in, PrintStream out) {
         this.in = in;
@@ -57,6 +58,14 @@ final class Protocol {
         crashed = false;
     }
 
+    /**
+     * Make a crash end this JVM at once, as a crashed TaskManager ends: the final line is
+     * sent and nothing else of the step runs (a worker of the fresh-JVM mode does this).
+     */
+    void dieOnCrash() {
+        dieOnCrash = true;
+    }
+
     /** Send a call and return its answer; a {@code crashed} answer throws {@link Crash}. */
     JsonNode call(ObjectNode message) {
         if (crashed) {
@@ -75,6 +84,10 @@ final class Protocol {
         }
         if (answer.path("crashed").asBoolean(false)) {
             crashed = true;
+            if (dieOnCrash) {
+                send(JSON.createObjectNode().put("crashed", true));
+                Runtime.getRuntime().halt(0);
+            }
             throw new Crash();
         }
         return answer;
