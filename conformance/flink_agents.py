@@ -156,6 +156,28 @@ def _aggregator(modules: Iterable[str]) -> str:
     )
 
 
+def upstream() -> tuple[str, Path | None]:
+    """Where upstream comes from: ``(version, None)`` for a released version, else
+    ``("", source folder)``; a one-line error when the source folder is not one."""
+    version = os.environ.get(VERSION_ENV, "").strip()
+    if version:
+        if not re.fullmatch(r"[\w.\-]+", version):
+            raise FlinkAgentsError(f"{VERSION_ENV}={version!r} is not a Maven version")
+        return version, None
+    configured = os.environ.get(SOURCE_ENV, "").strip()
+    source = Path(configured).expanduser() if configured else default_source()
+    if not all((source / p).is_file() for p in PARENTS) or not all(
+        (source / m).is_dir() for m in MODULES
+    ):
+        how = f"{SOURCE_ENV}={configured}" if configured else f"the default {source}"
+        raise FlinkAgentsError(
+            f"no Flink Agents source at {how} (a checkout of apache/flink-agents with "
+            f"{', '.join((*PARENTS, *MODULES))}); set {SOURCE_ENV} to one, or "
+            f"{VERSION_ENV} to a released version"
+        )
+    return "", source
+
+
 def build(*, progress: bool = True) -> dict[str, Any]:
     """Build upstream (or take a released version) and the adapter, once; return what
     starting the adapter needs: ``classpath``, ``label``, ``java``."""
@@ -165,21 +187,11 @@ def build(*, progress: bool = True) -> dict[str, Any]:
     adapter_files = _files(ADAPTER, ["pom.xml", "src"])
     if not adapter_files:
         raise FlinkAgentsError(f"the adapter's sources are missing ({ADAPTER})")
-    version = os.environ.get(VERSION_ENV, "").strip()
-    source: Path | None = None
-    if version:
+    version, source = upstream()
+    if source is None:
         label = f"Apache Flink Agents {version}"
         identity = f"version {version}"
     else:
-        configured = os.environ.get(SOURCE_ENV, "").strip()
-        source = Path(configured).expanduser() if configured else default_source()
-        if not (source / "pom.xml").is_file() or not all((source / m).is_dir() for m in MODULES):
-            how = f"{SOURCE_ENV}={configured}" if configured else f"the default {source}"
-            raise FlinkAgentsError(
-                f"no Flink Agents source at {how} (a checkout of apache/flink-agents with "
-                f"pom.xml, {', '.join(MODULES)}); set {SOURCE_ENV} to one, or "
-                f"{VERSION_ENV} to a released version"
-            )
         label = _label(source)
         identity = _digest(source, _files(source, [*PARENTS, *MODULES]))
     key = hashlib.sha256(
@@ -203,17 +215,17 @@ def build(*, progress: bool = True) -> dict[str, Any]:
         modules = ["adapter"]
         if source is not None:
             common.note(NAME, f"copying {label} from {source} into the cache", progress=progress)
-            upstream = folder / "upstream"
+            copy = folder / "upstream"
             for parent in PARENTS:
-                (upstream / parent).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source / parent, upstream / parent)
+                (copy / parent).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source / parent, copy / parent)
             for module in MODULES:
                 shutil.copytree(
-                    source / module, upstream / module, ignore=shutil.ignore_patterns("target")
+                    source / module, copy / module, ignore=shutil.ignore_patterns("target")
                 )
-            for path in [upstream, *upstream.rglob("*")]:
+            for path in [copy, *copy.rglob("*")]:
                 path.chmod(path.stat().st_mode | 0o200)
-            for java_file in upstream.rglob("ConditionExpressionCompiler.java"):
+            for java_file in copy.rglob("ConditionExpressionCompiler.java"):
                 text = java_file.read_text(encoding="utf-8")
                 java_file.write_text(text.replace(*CEL_IMPORT), encoding="utf-8")
             modules = [f"upstream/{m}" for m in MODULES] + modules
@@ -276,6 +288,7 @@ def bootstrap(backend: str) -> str:
 def command(target: str, *, progress: bool = True) -> list[str]:
     """The adapter's command line for ``target`` (building it first when needed)."""
     backend, restore = parse_target(target)
+    upstream()
     address = bootstrap(backend)
     built = build(progress=progress)
     work = common.cache_dir() / NAME / "runs"

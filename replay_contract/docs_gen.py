@@ -256,11 +256,17 @@ def _label(text: str) -> str:
 
 
 def sequence_diagram(run: Run) -> str:
-    """A Mermaid sequence diagram of a run, one arrow or note per trace event; what
-    happens after a restore is shaded."""
-    channels = [c.name for c in run.scenario.topology.channels]
+    """A Mermaid sequence diagram of a run of the model (see :func:`sequence_diagram_of`)."""
+    return sequence_diagram_of(run.scenario, run.world.events)
+
+
+def sequence_diagram_of(scenario: Scenario, events: Sequence[t.Event]) -> str:
+    """A Mermaid sequence diagram of a scenario's trace (the model's or an
+    implementation's), one arrow or note per trace event; what happens after a restore
+    is shaded."""
+    channels = [c.name for c in scenario.topology.channels]
     ids = {name: f"U{i}" for i, name in enumerate(channels)}
-    keys = ", ".join(key_text(k) for k in run.scenario.topology.keys)
+    keys = ", ".join(key_text(k) for k in scenario.topology.keys)
     lines = ["sequenceDiagram"]
     lines += [f"    participant {ids[c]} as {_label(c)}" for c in channels]
     lines += [
@@ -270,7 +276,7 @@ def sequence_diagram(run: Run) -> str:
     ]
     span = f"{ids[channels[0]]},T"
     recovering = False  # after a restore, the recovery is shaded
-    for e in run.world.events:
+    for e in events:
         if isinstance(e, t.Deliver):
             lines.append(f"    {ids[e.channel]}->>Op: {_label(e.identity)}")
         elif isinstance(e, t.Accept):
@@ -288,9 +294,10 @@ def sequence_diagram(run: Run) -> str:
         elif isinstance(e, t.Reuse):
             lines.append(f"    S-->>Op: reuse {_label(e.identity)} saved at {e.position}")
         elif isinstance(e, t.Invalidate):
+            where = "" if e.durable else ", in memory only"
             lines.append(
                 f"    Op->>S: invalidate key {_label(key_text(e.key))} from "
-                f"{e.position} ({len(e.completions)} saved)"
+                f"{e.position} ({len(e.completions)} saved{where})"
             )
         elif isinstance(e, t.GiveUp):
             lines.append(f"    Note over Op: give up {_label(e.identity)} at {e.position}")
