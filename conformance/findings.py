@@ -196,8 +196,9 @@ def run_plan(
                 kind = classify(result, scenario, c, plan.target)
                 kinds[kind] = kinds.get(kind, 0) + 1
                 failures.append((kind, scenario, result))
-            progress(f"{plan.target} {plan.contract} [{i}/{len(todo)}] {case.name}: "
-                     f"{result.verdict}")
+            progress(
+                f"{plan.target} {plan.contract} [{i}/{len(todo)}] {case.name}: {result.verdict}"
+            )
     finally:
         shutdown(impl)
     seconds = time.monotonic() - started
@@ -258,7 +259,7 @@ def record(
     folder = out.parent / "findings"
     folder.mkdir(parents=True, exist_ok=True)
     seen: dict[str, list[str]] = {}
-    for plan, (summary, failures) in zip(plans, done, strict=True):
+    for plan, (summary, _) in zip(plans, done, strict=True):
         for kind in summary["kinds"]:
             seen.setdefault(kind, []).append(f"{plan.target} ({plan.contract})")
     for kind, where in seen.items():
@@ -291,6 +292,7 @@ def record(
         )
     doc = {
         "implementation": _label(plans),
+        "servers": servers(),
         "recorded": time.strftime("%Y-%m-%d", time.gmtime()),
         "cores": os.cpu_count(),
         "seed": seed,
@@ -300,6 +302,18 @@ def record(
     }
     out.write_text(json.dumps(doc, indent=2) + "\n")
     return doc
+
+
+def servers() -> dict[str, str]:
+    """The servers the targets ran against, as ``services up`` starts them."""
+    from replay_contract.services.fluss import FLUSS_VERSION
+    from replay_contract.services.kafka import KAFKA_VERSION
+
+    return {
+        "kafka": f"Apache Kafka {KAFKA_VERSION}, one KRaft node on 127.0.0.1",
+        "fluss": f"Apache Fluss {FLUSS_VERSION}: ZooKeeper, a CoordinatorServer and a "
+        "TabletServer on 127.0.0.1",
+    }
 
 
 def _label(plans: Sequence[Plan]) -> str:

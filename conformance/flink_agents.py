@@ -122,15 +122,19 @@ def _digest(root: Path, files: Iterable[Path]) -> str:
 
 
 def _label(source: Path) -> str:
-    """"Apache Flink Agents 0.4-SNAPSHOT (8ad3a32b)": the version and, where known, commit."""
+    """ "Apache Flink Agents 0.4-SNAPSHOT (8ad3a32b)": the version and, where known, commit."""
     pom = (source / "pom.xml").read_text(encoding="utf-8")
-    match = re.search(r"<artifactId>flink-agents</artifactId>.*?<version>([^<]+)</version>", pom, re.S)
+    match = re.search(
+        r"<artifactId>flink-agents</artifactId>.*?<version>([^<]+)</version>", pom, re.S
+    )
     version = match.group(1) if match else "unknown version"
     commit = ""
     if (source / ".git").exists():
         result = subprocess.run(
             ["git", "-C", str(source), "rev-parse", "--short=8", "HEAD"],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         commit = result.stdout.strip()
     else:
@@ -237,7 +241,9 @@ def build(*, progress: bool = True) -> dict[str, Any]:
         command = ["mvn", "-B", "package", *SKIPS, *properties]
         common.note(NAME, f"building {label} and the adapter with Maven ...", progress=progress)
         _run_maven(command, folder, progress=progress)
-        jars = sorted((folder / "adapter" / "target").glob("replay-contract-flink-agents-adapter-*.jar"))
+        jars = sorted(
+            (folder / "adapter" / "target").glob("replay-contract-flink-agents-adapter-*.jar")
+        )
         classpath_file = folder / "adapter" / "target" / "classpath.txt"
         if not jars or not classpath_file.is_file():
             raise FlinkAgentsError(f"the Maven build left no adapter jar; see {folder / 'mvn.log'}")
@@ -294,9 +300,21 @@ def command(target: str, *, progress: bool = True) -> list[str]:
     work = common.cache_dir() / NAME / "runs"
     work.mkdir(parents=True, exist_ok=True)
     return [
-        built["java"], *JVM_OPTIONS, "-cp", built["classpath"], MAIN_CLASS,
-        "--backend", backend, "--bootstrap", address, "--restore", restore,
-        "--work", str(work), "--label", built["label"],
+        built["java"],
+        *JVM_OPTIONS,
+        "-cp",
+        built["classpath"],
+        MAIN_CLASS,
+        "--backend",
+        backend,
+        "--bootstrap",
+        address,
+        "--restore",
+        restore,
+        "--work",
+        str(work),
+        "--label",
+        built["label"],
     ]
 
 

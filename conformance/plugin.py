@@ -32,7 +32,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--replay-target",
         metavar="T",
         help="run the conformance suite against target T (model, kafka, fluss, "
-        "process:<command>, mutant:<name>)",
+        "flink-agents:kafka, flink-agents:fluss, process:<command>, mutant:<name>)",
     )
     group.addoption(
         "--replay-contract",

@@ -638,6 +638,105 @@ def gen_file(root: Path, path: str) -> str:
     return f"```{lang}\n{source.read_text().rstrip()}\n```\n"
 
 
+# -- the real Flink Agents runtime ------------------------------------------------------
+
+
+def gen_flink_agents_report(root: Path, part: str) -> str:
+    """A part of the page on the real Flink Agents runtime, from its recorded run
+    (``conformance/flink-agents/findings.json``, written by ``replay-contract findings``):
+    ``title``, ``runs`` or ``findings``."""
+    from replay_contract.conformance import findings
+
+    path = root / "conformance" / "flink-agents" / "findings.json"
+    if not path.is_file():
+        raise GenerationError(f"{path}: no recorded run; run `replay-contract findings`")
+    doc = findings.load(path)
+    if part == "title":
+        return f"# {doc['implementation']} against the replay contract\n"
+    if part == "runs":
+        return _findings_runs(doc)
+    if part == "findings":
+        return "\n".join(_finding(f) for f in doc["findings"])
+    raise GenerationError(f"part={part!r}: expected title, runs or findings")
+
+
+def _findings_runs(doc: dict[str, Any]) -> str:
+    from replay_contract.conformance.findings import KINDS, servers
+
+    served = doc.get("servers") or servers()
+    lines = [
+        f"Recorded on {doc['recorded']} with `replay-contract findings` (seed {doc['seed']}, "
+        f"{doc['cores']} cores, {doc['seconds'] / 60:.0f} minutes in all). Servers: "
+        + "; ".join(served.values())
+        + ".",
+        "",
+    ]
+    rows = []
+    for r in doc["runs"]:
+        kinds = ", ".join(f"{KINDS[k].title.lower()} ({n})" for k, n in r["kinds"].items())
+        what = "catalogue" + (", crash sweeps" if r["sweep"] else "")
+        what += f", {r['examples']} generated" if r["examples"] else ""
+        rows.append(
+            (
+                f"`{r['target']}`",
+                f"`{r['contract']}`",
+                what,
+                str(r["passed"]),
+                str(r["failed"]),
+                str(r["skipped"]),
+                f"{r['seconds']:.0f} s ({r['seconds_per_scenario']} s each)",
+                kinds or "none",
+            )
+        )
+    header = (
+        "target",
+        "contract",
+        "scenarios",
+        "passed",
+        "failed",
+        "skipped",
+        "wall time",
+        "failures by kind",
+    )
+    return "\n".join(lines) + md_table(header, rows)
+
+
+def _finding(f: dict[str, Any]) -> str:
+    replay = (
+        f"replay-contract conform --target {f['target']} --contract {f['contract']} "
+        f"--scenario conformance/flink-agents/{f['scenario_file']} --examples 0 --no-sweep"
+    )
+    calls = f["tool_calls"]
+    repeated = f["repeated_tool_calls"]
+    broken = f" It breaks `{f['property']}`." if f["property"] else ""
+    return "\n".join(
+        [
+            f"### {f['title']}",
+            "",
+            f"**What a user sees:** {f['impact']}{broken}",
+            "",
+            f"Kind `{f['kind']}`, seen in: {', '.join(f['seen_in'])}. Tool calls in the "
+            f"smallest scenario: {calls['actual']} (the model: {calls['expected']}), "
+            f"{repeated['actual']} of them repeated (the model: {repeated['expected']}).",
+            "",
+            f"First difference: {f['difference']}",
+            "",
+            "```console",
+            f"$ {replay}",
+            "```",
+            "",
+            '??? example "The scenario\'s tables"',
+            "",
+            textwrap.indent("```text\n" + f["report"].rstrip() + "\n```", "    "),
+            "",
+            "```mermaid",
+            f["diagram"].rstrip(),
+            "```",
+            "",
+        ]
+    )
+
+
 GENERATORS: dict[str, Callable[..., str]] = {
     "contract-rules": gen_contract_rules,
     "contract-variants": gen_contract_variants,
@@ -653,4 +752,5 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "trace-events": gen_trace_events,
     "scenario-json": gen_scenario_json,
     "file": gen_file,
+    "flink-agents-report": gen_flink_agents_report,
 }

@@ -36,7 +36,10 @@ def register(sub: Any) -> None:
         "every property.",
     )
     p.add_argument(
-        "--target", required=True, help="model, kafka, fluss, process:<command> or mutant:<name>"
+        "--target",
+        required=True,
+        help="model, kafka, fluss, flink-agents:kafka|fluss[:fresh-jvm], process:<command> "
+        "or mutant:<name>",
     )
     p.add_argument(
         "--contract",

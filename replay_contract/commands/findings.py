@@ -42,9 +42,7 @@ def register(sub: Any) -> None:
         default=30,
         help="runs spent shrinking each kind's scenario (default 30; 0 keeps it as found)",
     )
-    p.add_argument(
-        "--workers", type=positive_int, default=2, help="runs at a time (default 2)"
-    )
+    p.add_argument("--workers", type=positive_int, default=2, help="runs at a time (default 2)")
     p.add_argument("--json", action="store_true", help="print the recorded run")
     p.set_defaults(func=run)
 
