@@ -89,8 +89,8 @@ KINDS: dict[str, Kind] = {
         ),
         Kind(
             "stale-reuse",
-            "A saved completion is reused under another history",
-            "A result computed against a different preceding history is replayed: memory "
+            "A saved completion is reused where the model runs the action",
+            "A result computed against another preceding history can be replayed: memory "
             "and outputs can be wrong.",
         ),
         Kind(
@@ -135,6 +135,8 @@ def classify(result: Result, scenario: Scenario, contract: Contract, target: str
         return "no-ordered-contract"
     if isinstance(act, t.Invalidate) and delivered is not None and act.key != delivered.key:
         return "other-key-invalidated"
+    if isinstance(act, t.Reuse) and not isinstance(exp, t.Reuse):
+        return "stale-reuse"
     if isinstance(exp, t.Invalidate):
         if isinstance(act, t.Invalidate) and set(act.completions) == set(exp.completions):
             return "invalidation-not-durable" if act.durable != exp.durable else "unclassified"
@@ -143,8 +145,6 @@ def classify(result: Result, scenario: Scenario, contract: Contract, target: str
         if target.endswith(":fresh-jvm"):
             return "identity-per-jvm"
         return "multi-action-divergence" if _plan_size(scenario) > 1 else "lost-reuse"
-    if isinstance(act, t.Reuse) and not isinstance(exp, t.Reuse):
-        return "stale-reuse"
     return "unclassified"
 
 
