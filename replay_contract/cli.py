@@ -152,12 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.func(args)
+    except InfrastructureError as exc:  # before CommandError: a server that died starting
+        print(f"replay-contract {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+        return NO_ANSWER
     except (CommandError, ScenarioError, UnknownContractError) as exc:
         print(f"replay-contract {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return BAD_INPUT
-    except InfrastructureError as exc:
-        print(f"replay-contract {args.command}: {one_line(str(exc))}", file=sys.stderr)
-        return NO_ANSWER
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

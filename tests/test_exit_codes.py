@@ -134,3 +134,19 @@ def test_the_table_is_in_the_help() -> None:
     assert [code for code, _ in TABLE] == [0, 1, 2, 3, 130]
     for code, _meaning in TABLE:
         assert f"; {code} " in text or f"exit status: {code} " in text
+
+
+def test_a_server_that_dies_starting_is_no_answer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replay_contract.services import common, kafka
+
+    def dies(progress: bool = True) -> None:
+        raise common.StartError("the Kafka broker exited during start-up; see kafka.log")
+
+    monkeypatch.setattr(kafka, "up", dies)
+    assert main(["services", "up", "kafka"]) == NO_ANSWER
+    assert capsys.readouterr().err == (
+        "replay-contract services: error: the Kafka broker exited during start-up; "
+        "see kafka.log\n"
+    )
