@@ -5,7 +5,9 @@ model's under the same contract, step for step, and when the implementation brea
 property that the reference model keeps on that scenario. (Under ``seqnum`` the model
 itself breaks ``complete-reuse`` on reversed interleavings: the implementation is then
 expected to break it in the same place, and the result says where.) A scenario that
-needs a capability the implementation lacks is skipped with the reason.
+needs a capability the implementation lacks is skipped with the reason. A run that an
+infrastructure error cut short (:class:`~.interface.TargetUnavailable`) gets the verdict
+``error``, with the cause, and is neither passed nor failed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from .reference import reference_steps
 from .runner import Observed, observe
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+#: The implementation could not be driven to the end for a reason outside the contract
+#: (its server went away, its process exited): no verdict on the contract.
+ERROR = "error"
 
 
 @frozen
@@ -88,6 +93,9 @@ def judge(
         return Result(scenario.name, SKIPPED, seed, reason)
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
+    if observed.unavailable:
+        assert observed.error is not None
+        return Result(scenario.name, ERROR, seed, observed.error)
     exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
     exp_verdicts = {v.property: v for v in check_all(exp_trace)}

@@ -147,6 +147,5 @@ def test_a_server_that_dies_starting_is_no_answer(
     monkeypatch.setattr(kafka, "up", dies)
     assert main(["services", "up", "kafka"]) == NO_ANSWER
     assert capsys.readouterr().err == (
-        "replay-contract services: error: the Kafka broker exited during start-up; "
-        "see kafka.log\n"
+        "replay-contract services: error: the Kafka broker exited during start-up; see kafka.log\n"
     )

@@ -262,7 +262,9 @@ def _wait_ready(bootstrap: str, processes: list[Process], log_dir: Path, deadlin
         raise common.StartError(f"the Fluss readiness probe hung; see {log_dir}") from exc
     for process in processes:
         if not common.is_alive(process):
-            raise common.StartError(f"the Fluss {process.role} exited during start-up; see {log_dir}")
+            raise common.StartError(
+                f"the Fluss {process.role} exited during start-up; see {log_dir}"
+            )
     lines = result.stdout.splitlines()
     if "READY" not in lines:
         reason = lines[-1] if lines else (result.stderr.strip().splitlines() or ["no output"])[-1]
