@@ -28,6 +28,7 @@ from replay_contract.spec.properties import (
 )
 
 from .compare import Difference, first_difference
+from .coverage import exercised
 from .interface import Capabilities, Implementation
 from .reference import reference_steps
 from .runner import Observed, observe
@@ -46,7 +47,8 @@ class Result:
     first difference (``difference``) or the implementation's error. ``expected_*`` are
     the reference model's figures, ``tool_calls`` and ``repeated`` the implementation's.
     ``complete_reuse``: where the implementation's run breaks ``complete-reuse``, if it
-    does (the model's ``seqnum`` does too, on purpose).
+    does (the model's ``seqnum`` does too, on purpose). ``rules``: the rules of the
+    contract the reference model's run exercised (:mod:`.coverage`).
     """
 
     name: str
@@ -62,6 +64,7 @@ class Result:
     complete_reuse: str = ""
     report: str = ""
     scenario_file: str | None = None
+    rules: tuple[str, ...] = ()
 
 
 def unclaimed(caps: Capabilities, contract: Contract, verb: str = "implements") -> str | None:
@@ -96,6 +99,7 @@ def judge(
     if observed.unavailable:
         assert observed.error is not None
         return Result(scenario.name, ERROR, seed, observed.error)
+    rules = exercised(contract, tuple(e for _, es in expected for e in es))
     exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
     exp_verdicts = {v.property: v for v in check_all(exp_trace)}
@@ -114,6 +118,7 @@ def judge(
         complete_reuse=""
         if cr.holds
         else f"{_step_of(observed, cr.witness[-1])}: {cr.explanation}",
+        rules=rules,
     )
     if observed.error is None and diff is None and not broken:
         return passed

@@ -13,6 +13,7 @@ from attrs import frozen
 
 from replay_contract.model.narrate import render
 
+from .coverage import tally
 from .judge import ERROR, FAILED, PASSED, SKIPPED, Result
 
 
@@ -32,6 +33,16 @@ class SuiteRun:
 
     def count(self, verdict: str) -> int:
         return sum(r.verdict == verdict for r in self.results)
+
+    def rules(self) -> dict[str, int]:
+        """For each rule of the contract: how many scenarios that ran exercised it."""
+        from replay_contract.model.contracts import contract
+
+        try:
+            chosen = contract(self.contract)
+        except Exception:
+            return {}
+        return tally(chosen, (r.rules for r in self.results if r.verdict in (PASSED, FAILED)))
 
     @property
     def ok(self) -> bool:
@@ -74,6 +85,7 @@ def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
     )
     if run.stopped is not None:
         head += f"\n{run.stopped} ({len(run.results)} of {run.planned} scenarios ran)"
+    head += "\n" + rules_line(run.rules())
     if not rows:
         return head
     table = render(
@@ -89,6 +101,15 @@ def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
     return f"{table}\n\n{head}"
 
 
+def rules_line(counts: dict[str, int]) -> str:
+    """The rules the run exercised, with how many scenarios did, and those none did."""
+    done = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
+    missing = [name for name, n in counts.items() if not n]
+    return f"rules exercised: {done or 'none'}" + (
+        f"; NOT exercised: {', '.join(missing)}" if missing else ""
+    )
+
+
 def to_json(run: SuiteRun) -> dict[str, Any]:
     return {
         "target": run.target,
@@ -101,6 +122,7 @@ def to_json(run: SuiteRun) -> dict[str, Any]:
         "seconds": round(run.seconds, 3),
         "planned": run.planned,
         "stopped": run.stopped,
+        "rules": run.rules(),
         "results": [result_json(r) for r in run.results],
     }
 
@@ -117,6 +139,7 @@ def result_json(r: Result) -> dict[str, Any]:
         "repeated_tool_calls": {"expected": r.expected_repeated, "actual": r.repeated},
         "complete_reuse": r.complete_reuse or None,
         "scenario_file": r.scenario_file,
+        "rules": list(r.rules),
     }
 
 
