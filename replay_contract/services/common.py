@@ -9,7 +9,8 @@ service's configuration, data, log and ``state.json``, which records the process
 ``up`` started so that ``down`` stops exactly those.
 
 Each failure raises :class:`ServiceError` with a one-line message; the command line prints
-it and exits with status 2.
+it and exits with status 2, or 3 for a server that died or did not answer while it
+started (:class:`StartError`, an infrastructure error).
 """
 
 from __future__ import annotations
