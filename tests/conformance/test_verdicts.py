@@ -163,3 +163,13 @@ def test_a_target_without_a_give_up_bound_fails_the_default_run(
     assert status == 1
     failed = {r["name"] for r in doc["results"] if r["verdict"] == "failed"}
     assert "give-up-after-bound" in failed
+
+
+def test_generated_cases_are_built_only_when_reached() -> None:
+    """A million generated scenarios cost nothing until the run reaches them."""
+    todo = suite.cases(10**9, 0, ORDERED, sweep=False)
+    assert len(todo) == len(todo.fixed) + 10**9
+    started = time.monotonic()
+    first = [case for _, case in zip(range(len(todo.fixed) + 3), todo, strict=False)]
+    assert time.monotonic() - started < 5
+    assert [c.name for c in first[-3:]] == ["generated-0", "generated-1", "generated-2"]
