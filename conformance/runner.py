@@ -73,14 +73,14 @@ def observe(impl: Implementation, scenario: Scenario, contract: Contract) -> Obs
             except TargetUnavailable as exc:
                 error, unavailable = f"schedule[{i}] {step}: {exc}", True
             except Exception as exc:  # the implementation failed: report it, stop
-                error = f"schedule[{i}] {step}: {type(exc).__name__}: {exc}"
+                error = f"schedule[{i}] {step}: {_named(exc)}"
             if error is None and env.breaches:
                 error = env.breaches[0]
             steps.append((step, tuple(env.events[start:])))
             if error is not None:
                 break
     except Exception as exc:
-        error = error or f"open: {type(exc).__name__}: {exc}"
+        error = error or f"open: {_named(exc)}"
     finally:
         try:
             impl.close()
@@ -88,8 +88,15 @@ def observe(impl: Implementation, scenario: Scenario, contract: Contract) -> Obs
             if error is None:
                 error, unavailable = f"close: {exc}", True
         except Exception as exc:
-            error = error or f"close: {type(exc).__name__}: {exc}"
+            error = error or f"close: {_named(exc)}"
     return Observed(tuple(steps), error, unavailable)
+
+
+def _named(exc: BaseException) -> str:
+    """An exception as one line: its type and message, or its type alone when it has
+    none (a bare ``TimeoutError``)."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message}" if message else f"{type(exc).__name__} (no message)"
 
 
 class _Driver:

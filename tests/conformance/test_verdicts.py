@@ -173,3 +173,18 @@ def test_generated_cases_are_built_only_when_reached() -> None:
     first = [case for _, case in zip(range(len(todo.fixed) + 3), todo, strict=False)]
     assert time.monotonic() - started < 5
     assert [c.name for c in first[-3:]] == ["generated-0", "generated-1", "generated-2"]
+
+
+def test_an_exception_without_a_message_is_named() -> None:
+    from replay_contract.conformance.judge import judge
+    from replay_contract.conformance.model_target import ModelImplementation
+    from replay_contract.model.catalogue import builtin
+    from replay_contract.model.topology import Record
+
+    class Silent(ModelImplementation):
+        def deliver(self, record: Record) -> None:
+            raise TimeoutError
+
+    result = judge(Silent(), builtin("single-upstream"), ORDERED)
+    assert result.verdict == "failed"
+    assert result.reason.endswith(": TimeoutError (no message)"), result.reason
