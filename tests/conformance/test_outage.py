@@ -63,7 +63,7 @@ def test_a_broker_killed_mid_run_ends_the_run_with_one_line(tmp_path: Path) -> N
     assert after < 6 * TIMEOUT + 30, after
     doc = json.loads(out)
     assert doc["failed"] == 0, [r["reason"] for r in doc["results"] if r["verdict"] == "failed"]
-    assert doc["passed"] > 0 and doc["errors"] == 3
+    assert doc["errors"] == 3
     assert [r["verdict"] for r in doc["results"][-3:]] == ["error"] * 3
     port = bootstrap.rsplit(":", 1)[1]
     (line,) = [ln for ln in err.splitlines() if ln.startswith("replay-contract conform:")]
