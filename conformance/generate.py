@@ -14,6 +14,11 @@ Hypothesis strategy (Hypothesis supplies the draws and shrinks a failing case).
 :func:`crash_sweep` turns a scenario into one variant per crash point: for every
 delivery before its first crash and every effect of that delivery, the variant crashes
 right there, restores and re-delivers the rest in a fresh interleaving.
+
+Both stay within what a target can run when asked: without ``crash_points`` a crash
+comes between steps only (a delivery that would crash inside becomes the delivery and
+then a crash), without ``non_replayable`` every source is replayable. The same seed
+and capabilities give the same scenario.
 """
 
 from __future__ import annotations
@@ -39,12 +44,14 @@ TOOLS = ("llm", "search")
 KEYS: tuple[Key, ...] = ("K", "J", 1, "1")
 
 
-def generate(seed: int) -> Scenario:
-    """The scenario of ``seed``."""
+def generate(seed: int, crash_points: bool = True, non_replayable: bool = True) -> Scenario:
+    """The scenario of ``seed``, within the capabilities given (the module docstring)."""
     return _draw(
         random.Random(seed),
         f"generated-{seed}",
         f"generated from seed {seed} (replay_contract.conformance.generate)",
+        crash_points,
+        non_replayable,
     )
 
 
@@ -58,10 +65,16 @@ def scenarios() -> SearchStrategy[Scenario]:
     )
 
 
-def _draw(rng: random.Random, name: str, description: str) -> Scenario:
+def _draw(
+    rng: random.Random,
+    name: str,
+    description: str,
+    crash_points: bool = True,
+    non_replayable: bool = True,
+) -> Scenario:
     agent = _agent(rng)
-    topology = _topology(rng)
-    schedule = _schedule(rng, topology)
+    topology = _topology(rng, non_replayable)
+    schedule = _schedule(rng, topology, crash_points)
     return Scenario(name, agent, topology, schedule, description)
 
 
@@ -107,12 +120,12 @@ def _action(rng: random.Random, name: str, trigger: str, fields: tuple[str, ...]
     )
 
 
-def _topology(rng: random.Random) -> Topology:
+def _topology(rng: random.Random, non_replayable: bool = True) -> Topology:
     keys = list(KEYS[: rng.choice((1, 2, 2, 3, 4))])
     ids = iter(string.ascii_uppercase)
     channels = []
     for c in range(rng.randint(1, 3)):
-        replayable = rng.random() < 0.75
+        replayable = rng.random() < 0.75 or not non_replayable
         records = []
         for offset in range(rng.randint(1, 4)):
             identity = next(ids)
@@ -138,7 +151,9 @@ def _topology(rng: random.Random) -> Topology:
     return Topology(tuple(channels))
 
 
-def _schedule(rng: random.Random, topology: Topology) -> tuple[Step, ...]:
+def _schedule(
+    rng: random.Random, topology: Topology, crash_points: bool = True
+) -> tuple[Step, ...]:
     channels = Channels(topology)
     steps: list[Step] = []
     crashes, most = 0, rng.choice((1, 1, 2, 3))
@@ -146,6 +161,9 @@ def _schedule(rng: random.Random, topology: Topology) -> tuple[Step, ...]:
     while len(steps) < 48:
         if not up:
             crash_after = rng.randint(0, 3) if crashes < most and rng.random() < 0.15 else None
+            if not crash_points and crash_after is not None:
+                crash_after = None  # the restore completes (a crash would come between steps)
+                crashes += 1
             steps.append(Step("restore", crash_after=crash_after))
             channels.restore()
             crashes += crash_after is not None
@@ -169,7 +187,10 @@ def _schedule(rng: random.Random, topology: Topology) -> tuple[Step, ...]:
         else:
             record = channels.deliver(_record_of(channels, rng.choice(pending)))
             crash_after = rng.randint(0, 4) if crashes < most and rng.random() < 0.12 else None
-            steps.append(Step("deliver", record.identity, crash_after))
+            if crash_after is not None and not crash_points:
+                steps += [Step("deliver", record.identity), Step("crash")]
+            else:
+                steps.append(Step("deliver", record.identity, crash_after))
             if crash_after is not None:
                 crashes, up = crashes + 1, False
     if not up:
@@ -183,13 +204,16 @@ def _record_of(channels: Channels, channel: str) -> str:
     return record.identity
 
 
-def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED) -> list[Scenario]:
+def crash_sweep(
+    scenario: Scenario, seed: int = 0, contract: Contract = ORDERED, crash_points: bool = True
+) -> list[Scenario]:
     """One variant of ``scenario`` per crash point before its first crash.
 
     Variant ``name.crash-i.k`` crashes after the k-th effect (0: before any) of schedule step
     i, a delivery, restores and re-delivers what is left in an interleaving drawn from
     ``seed``. ``k`` runs up to one past the step's effects under ``contract`` (the step
-    completes, then the crash)."""
+    completes, then the crash). Without ``crash_points`` only that last variant is made,
+    as the delivery followed by a crash step."""
     from replay_contract.model.trace import is_effect
 
     first_crash = next(
@@ -206,9 +230,14 @@ def crash_sweep(scenario: Scenario, seed: int = 0, contract: Contract = ORDERED)
     for i, step in enumerate(plain.schedule):
         if step.kind != "deliver":
             continue
-        for k in range(effects[i] + 2):
+        for k in range(effects[i] + 2) if crash_points else (effects[i] + 1,):
             rng = random.Random(f"{seed}:{i}:{k}")
-            head = (*plain.schedule[:i], Step("deliver", step.record, k), Step("restore"))
+            crash = (
+                (Step("deliver", step.record, k),)
+                if crash_points
+                else (Step("deliver", step.record), Step("crash"))
+            )
+            head = (*plain.schedule[:i], *crash, Step("restore"))
             variants.append(
                 scenario.with_schedule(
                     _redeliver(rng, scenario.topology, head), f"{scenario.name}.crash-{i}.{k}"

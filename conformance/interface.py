@@ -58,6 +58,19 @@ class Crashed(Exception):
     """
 
 
+class TargetUnavailable(Exception):
+    """Raised by an implementation that cannot go on for a reason outside the contract:
+    its server went away, its process exited or stopped answering. The scenario's
+    verdict is then ``error``, not ``failed``: the outage says nothing about the
+    contract. The message names the cause (the broker at 127.0.0.1:PORT went away, the
+    target exited with status N, was killed by signal S).
+
+    An implementation may also have an optional ``health()`` method returning ``None``
+    when what it depends on is there, else the cause as one line; the suite asks it
+    after a scenario fails (a failure while the broker is gone is an error) and before
+    a scenario that follows an error (so an outage costs no further waiting)."""
+
+
 class Environment(Protocol):
     """What the suite gives an implementation."""
 

@@ -5,7 +5,9 @@ model's under the same contract, step for step, and when the implementation brea
 property that the reference model keeps on that scenario. (Under ``seqnum`` the model
 itself breaks ``complete-reuse`` on reversed interleavings: the implementation is then
 expected to break it in the same place, and the result says where.) A scenario that
-needs a capability the implementation lacks is skipped with the reason.
+needs a capability the implementation lacks is skipped with the reason. A run that an
+infrastructure error cut short (:class:`~.interface.TargetUnavailable`) gets the verdict
+``error``, with the cause, and is neither passed nor failed.
 """
 
 from __future__ import annotations
@@ -26,11 +28,15 @@ from replay_contract.spec.properties import (
 )
 
 from .compare import Difference, first_difference
+from .coverage import exercised
 from .interface import Capabilities, Implementation
 from .reference import reference_steps
 from .runner import Observed, observe
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+#: The implementation could not be driven to the end for a reason outside the contract
+#: (its server went away, its process exited): no verdict on the contract.
+ERROR = "error"
 
 
 @frozen
@@ -41,7 +47,8 @@ class Result:
     first difference (``difference``) or the implementation's error. ``expected_*`` are
     the reference model's figures, ``tool_calls`` and ``repeated`` the implementation's.
     ``complete_reuse``: where the implementation's run breaks ``complete-reuse``, if it
-    does (the model's ``seqnum`` does too, on purpose).
+    does (the model's ``seqnum`` does too, on purpose). ``rules``: the rules of the
+    contract the reference model's run exercised (:mod:`.coverage`).
     """
 
     name: str
@@ -58,6 +65,7 @@ class Result:
     report: str = ""
     scenario_file: str | None = None
     first: Difference | None = None
+    rules: tuple[str, ...] = ()
 
 
 def unclaimed(caps: Capabilities, contract: Contract, verb: str = "implements") -> str | None:
@@ -89,6 +97,10 @@ def judge(
         return Result(scenario.name, SKIPPED, seed, reason)
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
+    if observed.unavailable:
+        assert observed.error is not None
+        return Result(scenario.name, ERROR, seed, observed.error)
+    rules = exercised(contract, tuple(e for _, es in expected for e in es))
     exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
     exp_verdicts = {v.property: v for v in check_all(exp_trace)}
@@ -107,6 +119,7 @@ def judge(
         complete_reuse=""
         if cr.holds
         else f"{_step_of(observed, cr.witness[-1])}: {cr.explanation}",
+        rules=rules,
     )
     if observed.error is None and diff is None and not broken:
         return passed

@@ -108,7 +108,7 @@ class ReplayScenario(pytest.Item):
         self.case = case
 
     def runtest(self) -> None:
-        from .judge import FAILED, SKIPPED
+        from .judge import ERROR, FAILED, SKIPPED
         from .suite import run_case
 
         session = self.config.stash[_SESSION_KEY]
@@ -117,6 +117,8 @@ class ReplayScenario(pytest.Item):
             pytest.skip(result.reason)
         if result.verdict == FAILED:
             raise ScenarioFailed(result.reason, result.report, result.scenario_file)
+        if result.verdict == ERROR:  # no verdict on the contract, but not a pass either
+            pytest.fail(f"error (the target could not go on): {result.reason}", pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ScenarioFailed):
@@ -162,7 +164,12 @@ def pytest_collection_modifyitems(
     config.stash[_SESSION_KEY] = replay
     name = f"replay-contract[{replay.target},{replay.contract.name}]"
     suite = ReplaySuite.from_parent(session, name=name, nodeid=name)
-    items.extend(suite.collect())
+    added = list(suite.collect())
+    items.extend(added)
+    # report them as collected, as a collector found during collection would: the
+    # "collected N items / M deselected" line then counts them (else "-M selected")
+    found: list[pytest.Item | pytest.Collector] = [*added]
+    config.hook.pytest_collectreport(report=pytest.CollectReport(name, "passed", None, found))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

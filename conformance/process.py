@@ -6,8 +6,13 @@ line; then the suite sends one request per line (``open``, ``deliver``, ``checkp
 ``crash``, ``restore``, ``end``, ``close``) and, while handling a request, the program
 calls back (``tool``, ``output``, ``report``, ``execute``), each call answered on one
 line, until it ends the request with ``done``, ``crashed`` or ``error``. Its standard
-error goes to a log file whose last line is shown when it fails; the log is kept only
-when an error message named it, and removed otherwise when the target shuts down.
+error goes to a log file (in ``log_folder``, the suite's ``--out``, else a temporary
+one) whose last line is shown when it fails; the log is kept only when an error message
+named it, and removed otherwise when the target shuts down.
+
+A program that exits, is killed or does not answer within ``timeout`` seconds raises
+:class:`ProgramGone`, an infrastructure error (the verdict is ``error``, not
+``failed``) that names its exit status or signal; the next ``open`` starts it again.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import json
 import queue
 import shlex
+import signal
 import subprocess
 import tempfile
 import threading
@@ -29,7 +35,7 @@ from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Scenario
 from replay_contract.model.topology import Key, Record, Topology
 
-from .interface import Capabilities, Crashed, Environment
+from .interface import Capabilities, Crashed, Environment, TargetUnavailable
 
 PROTOCOL = "replay-contract/1"
 TIMEOUT = 60.0
@@ -37,6 +43,23 @@ TIMEOUT = 60.0
 
 class ProtocolError(Exception):
     """The program broke the protocol (bad JSON, an unknown message, no answer)."""
+
+
+class ProgramGone(ProtocolError, TargetUnavailable):
+    """The program exited, was killed or stopped answering: no verdict on the contract."""
+
+
+def exit_cause(status: int | None) -> str:
+    """How a program ended, from its exit status (negative: the signal that killed it)."""
+    if status is None:
+        return "still runs"
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            return f"was killed by signal {-status}"
+        return f"was killed by signal {-status} ({name})"
+    return f"exited with status {status}"
 
 
 def record_json(record: Record) -> dict[str, Any]:
@@ -64,7 +87,9 @@ def record_from_json(data: Any) -> Record:
 class ProcessImplementation:
     """An implementation that runs as a subprocess speaking the JSON line protocol."""
 
-    def __init__(self, command: str, timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self, command: str, timeout: float = TIMEOUT, log_folder: Path | None = None
+    ) -> None:
         """Start ``command`` (split as a POSIX shell would; ``ValueError`` when it
         cannot be split, ``OSError`` when it cannot start, :class:`ProtocolError` when
         it does not announce itself)."""
@@ -83,6 +108,7 @@ class ProcessImplementation:
             prefix="replay-process-",
             suffix=".log",
             delete=False,
+            dir=log_folder,
         )
         try:
             hello = self._start()
@@ -138,9 +164,11 @@ class ProcessImplementation:
         try:
             line = self._lines.get(timeout=self.timeout)
         except queue.Empty:
-            raise ProtocolError(f"no answer within {self.timeout:g}s{self._tail()}") from None
+            raise ProgramGone(
+                f"the target did not answer within {self.timeout:g} s (--timeout){self._tail()}"
+            ) from None
         if line is None:
-            raise ProtocolError(f"the program exited{self._tail()}")
+            raise ProgramGone(f"the target {self._ended()}{self._tail()}")
         try:
             message = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -149,15 +177,25 @@ class ProcessImplementation:
             raise ProtocolError(f"expected a JSON object: {line.strip()[:80]}")
         return message
 
+    def _ended(self) -> str:
+        """How the program ended (it closed its output): its exit status or signal."""
+        proc = self._proc
+        if proc is None:
+            return "is not running"
+        try:
+            return exit_cause(proc.wait(timeout=2.0))
+        except subprocess.TimeoutExpired:
+            return "closed its standard output"
+
     def _send(self, message: Mapping[str, Any]) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None or proc.poll() is not None:
-            raise ProtocolError(f"the program is not running{self._tail()}")
+            raise ProgramGone(f"the target {self._ended()}{self._tail()}")
         try:
             proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
             proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise ProtocolError(f"cannot write to the program ({exc}){self._tail()}") from None
+        except (BrokenPipeError, OSError):
+            raise ProgramGone(f"the target {self._ended()}{self._tail()}") from None
 
     def _tail(self) -> str:
         self._stderr.flush()

@@ -13,23 +13,41 @@ from attrs import frozen
 
 from replay_contract.model.narrate import render
 
-from .judge import FAILED, PASSED, SKIPPED, Result
+from .coverage import tally
+from .judge import ERROR, FAILED, PASSED, SKIPPED, Result
 
 
 @frozen
 class SuiteRun:
+    """A suite run's results; ``planned``: how many cases it was to run (more than it
+    ran when ``stopped`` says why it stopped early: errors in a row, a deadline, Ctrl-C).
+    """
+
     target: str
     contract: str
     seed: int
     results: tuple[Result, ...]
     seconds: float
+    planned: int | None = None
+    stopped: str | None = None
 
     def count(self, verdict: str) -> int:
         return sum(r.verdict == verdict for r in self.results)
 
+    def rules(self) -> dict[str, int]:
+        """For each rule of the contract: how many scenarios that ran exercised it."""
+        from replay_contract.model.contracts import contract
+
+        try:
+            chosen = contract(self.contract)
+        except Exception:
+            return {}
+        return tally(chosen, (r.rules for r in self.results if r.verdict in (PASSED, FAILED)))
+
     @property
     def ok(self) -> bool:
-        return self.count(FAILED) == 0
+        """No failure, no error, and not stopped before its end."""
+        return self.count(FAILED) == 0 and self.count(ERROR) == 0 and self.stopped is None
 
 
 def note(r: Result) -> str:
@@ -62,8 +80,12 @@ def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
     head = (
         f"target {run.target}, contract {run.contract}, seed {run.seed}: "
         f"{run.count(PASSED)} passed, {run.count(FAILED)} failed, "
-        f"{run.count(SKIPPED)} skipped in {run.seconds:.1f}s"
+        + (f"{run.count(ERROR)} errors, " if run.count(ERROR) else "")
+        + f"{run.count(SKIPPED)} skipped in {run.seconds:.1f}s"
     )
+    if run.stopped is not None:
+        head += f"\n{run.stopped} ({len(run.results)} of {run.planned} scenarios ran)"
+    head += "\n" + rules_line(run.rules())
     if not rows:
         return head
     table = render(
@@ -79,6 +101,15 @@ def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
     return f"{table}\n\n{head}"
 
 
+def rules_line(counts: dict[str, int]) -> str:
+    """The rules the run exercised, with how many scenarios did, and those none did."""
+    done = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
+    missing = [name for name, n in counts.items() if not n]
+    return f"rules exercised: {done or 'none'}" + (
+        f"; NOT exercised: {', '.join(missing)}" if missing else ""
+    )
+
+
 def to_json(run: SuiteRun) -> dict[str, Any]:
     return {
         "target": run.target,
@@ -86,8 +117,12 @@ def to_json(run: SuiteRun) -> dict[str, Any]:
         "seed": run.seed,
         "passed": run.count(PASSED),
         "failed": run.count(FAILED),
+        "errors": run.count(ERROR),
         "skipped": run.count(SKIPPED),
         "seconds": round(run.seconds, 3),
+        "planned": run.planned,
+        "stopped": run.stopped,
+        "rules": run.rules(),
         "results": [result_json(r) for r in run.results],
     }
 
@@ -104,6 +139,7 @@ def result_json(r: Result) -> dict[str, Any]:
         "repeated_tool_calls": {"expected": r.expected_repeated, "actual": r.repeated},
         "complete_reuse": r.complete_reuse or None,
         "scenario_file": r.scenario_file,
+        "rules": list(r.rules),
     }
 
 
@@ -114,6 +150,7 @@ def junit(run: SuiteRun, path: Path) -> None:
         name=f"replay-contract conform {run.target}",
         tests=str(len(run.results)),
         failures=str(run.count(FAILED)),
+        errors=str(run.count(ERROR)),
         skipped=str(run.count(SKIPPED)),
         time=f"{run.seconds:.3f}",
     )
@@ -126,8 +163,15 @@ def junit(run: SuiteRun, path: Path) -> None:
             failure.text = r.report + (
                 f"\n\nscenario file: {r.scenario_file}" if r.scenario_file else ""
             )
+        elif r.verdict == ERROR:
+            error = ET.SubElement(case, "error", message=r.reason)
+            error.text = r.reason
         elif r.verdict == SKIPPED:
             ET.SubElement(case, "skipped", message=r.reason)
+    if run.stopped is not None:
+        ET.SubElement(
+            suite, "system-err"
+        ).text = f"{run.stopped} ({len(run.results)} of {run.planned} scenarios ran)"
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
@@ -137,26 +181,23 @@ class Progress:
     one every tenth of the way."""
 
     def __init__(self, total: int, stream: TextIO | None = None) -> None:
-        self.total, self.done, self.failed = total, 0, 0
+        self.total, self.done, self.failed, self.errors = total, 0, 0, 0
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
 
     def update(self, r: Result) -> None:
         self.done += 1
         self.failed += r.verdict == FAILED
-        line = f"[{self.done}/{self.total}] {self.failed} failed  {r.name}: {r.verdict}"
+        self.errors += r.verdict == ERROR
+        errors = f", {self.errors} errors" if self.errors else ""
+        line = f"[{self.done}/{self.total}] {self.failed} failed{errors}  {r.name}: {r.verdict}"
+        bad = r.verdict in (FAILED, ERROR)
         if self.tty:
             self.stream.write("\r\033[K" + line[:100])
-            if r.verdict == FAILED:
+            if bad:
                 self.stream.write(f"\n  {r.reason[:160]}\n")
-        elif (
-            r.verdict == FAILED
-            or self.done % max(1, self.total // 10) == 0
-            or self.done == self.total
-        ):
-            self.stream.write(
-                line + (f"\n  {r.reason[:160]}" if r.verdict == FAILED else "") + "\n"
-            )
+        elif bad or self.done % max(1, self.total // 10) == 0 or self.done == self.total:
+            self.stream.write(line + (f"\n  {r.reason[:160]}" if bad else "") + "\n")
         self.stream.flush()
 
     def close(self) -> None:

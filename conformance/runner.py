@@ -22,7 +22,7 @@ from replay_contract.model.topology import Key
 
 from .channels import Channels
 from .environment import SuiteEnvironment
-from .interface import Crashed, Implementation
+from .interface import Crashed, Implementation, TargetUnavailable
 
 END = Step("end")
 
@@ -33,10 +33,13 @@ class Observed:
 
     ``error`` says why the run stopped early (an exception of the implementation, or a
     breach of the protocol); the steps up to and including the failing one are kept.
+    ``unavailable``: the implementation raised :class:`~.interface.TargetUnavailable`
+    (an infrastructure error, not a verdict on the contract); ``error`` says where.
     """
 
     steps: tuple[tuple[Step, tuple[t.Event, ...]], ...]
     error: str | None = None
+    unavailable: bool = False
 
     @property
     def events(self) -> tuple[t.Event, ...]:
@@ -55,28 +58,45 @@ def observe(impl: Implementation, scenario: Scenario, contract: Contract) -> Obs
     driver = _Driver(impl, scenario, env)
     steps: list[tuple[Step, tuple[t.Event, ...]]] = []
     error: str | None = None
+    unavailable = False
     try:
-        impl.open(scenario.agent, scenario.topology, contract, env)
+        try:
+            impl.open(scenario.agent, scenario.topology, contract, env)
+        except TargetUnavailable as exc:
+            error, unavailable = f"open: {exc}", True
+            raise
         for i, step in enumerate(schedule(scenario)):
             start = len(env.events)
             env.begin(f"schedule[{i}] {step}", step.crash_after)
             try:
                 driver.apply(step)
+            except TargetUnavailable as exc:
+                error, unavailable = f"schedule[{i}] {step}: {exc}", True
             except Exception as exc:  # the implementation failed: report it, stop
-                error = f"schedule[{i}] {step}: {type(exc).__name__}: {exc}"
+                error = f"schedule[{i}] {step}: {_named(exc)}"
             if error is None and env.breaches:
                 error = env.breaches[0]
             steps.append((step, tuple(env.events[start:])))
             if error is not None:
                 break
     except Exception as exc:
-        error = error or f"open: {type(exc).__name__}: {exc}"
+        error = error or f"open: {_named(exc)}"
     finally:
         try:
             impl.close()
+        except TargetUnavailable as exc:
+            if error is None:
+                error, unavailable = f"close: {exc}", True
         except Exception as exc:
-            error = error or f"close: {type(exc).__name__}: {exc}"
-    return Observed(tuple(steps), error)
+            error = error or f"close: {_named(exc)}"
+    return Observed(tuple(steps), error, unavailable)
+
+
+def _named(exc: BaseException) -> str:
+    """An exception as one line: its type and message, or its type alone when it has
+    none (a bare ``TimeoutError``)."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message}" if message else f"{type(exc).__name__} (no message)"
 
 
 class _Driver:

@@ -14,14 +14,25 @@ Three families of cases:
 A failing case is written as a scenario file (and its report next to it) under the
 output folder; a failing generated case is also shrunk and the smaller scenario written
 beside it.
+
+Generated cases and sweeps stay within the target's capabilities (a target without
+crash points gets crashes between steps only, one without non-replayable sources gets
+replayable ones), and they are built one at a time as the run reaches them: the memory a
+run needs does not grow with ``examples``.
+
+A case the implementation could not run to its end for a reason outside the contract
+(:class:`~.interface.TargetUnavailable`, or a failure while its ``health()`` names a
+cause) is an ``error``; :class:`Limits` stops the run after ``max_errors`` errors in a
+row, or when its deadline has passed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from attrs import evolve, frozen
+from attrs import define, evolve, frozen
 
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract
@@ -29,8 +40,8 @@ from replay_contract.model.files import slug
 from replay_contract.model.scenario import Scenario
 
 from .generate import crash_sweep, generate
-from .interface import Implementation
-from .judge import FAILED, Result, judge, skip_reason
+from .interface import Capabilities, Implementation
+from .judge import ERROR, FAILED, Result, judge, skip_reason
 from .shrink import shrink
 
 #: How many failing generated cases of one run are shrunk.
@@ -47,15 +58,39 @@ class Case:
     seed: int | None = None
 
 
+#: What a target that claims everything can do: the generator's default.
+EVERYTHING = Capabilities(contracts=(), crash_points=True, non_replayable=True)
+
+
+class Cases:
+    """The cases of a suite run, in order: the fixed ones and their sweeps, listed
+    up front (a few hundred), then the generated ones, built only when iterated to."""
+
+    def __init__(
+        self, fixed: list[Case], seed: int, examples: int, caps: Capabilities = EVERYTHING
+    ) -> None:
+        self.fixed, self.seed, self.examples, self.caps = fixed, seed, examples, caps
+
+    def __len__(self) -> int:
+        return len(self.fixed) + self.examples
+
+    def __iter__(self) -> Iterator[Case]:
+        yield from self.fixed
+        for s in range(self.seed, self.seed + self.examples):
+            yield Case(f"generated-{s}", "generated", _seeded(s, self.caps), s)
+
+
 def cases(
     examples: int,
     seed: int,
     contract: Contract,
     sweep: bool = True,
     scenarios: Sequence[Scenario] | None = None,
-) -> list[Case]:
+    capabilities: Capabilities = EVERYTHING,
+) -> Cases:
     """The fixed scenarios (the catalogue, or ``scenarios`` when given), their crash
-    sweeps, and ``examples`` generated scenarios."""
+    sweeps, and ``examples`` generated scenarios, the sweeps and the generated ones
+    within ``capabilities``."""
     fixed = (
         [Case(name, "catalogue", _builtin(name)) for name in catalogue.names()]
         if scenarios is None
@@ -64,12 +99,11 @@ def cases(
     out = list(fixed)
     if sweep:
         for case in fixed:
-            for variant in crash_sweep(case.build(), contract=contract):
+            for variant in crash_sweep(
+                case.build(), contract=contract, crash_points=capabilities.crash_points
+            ):
                 out.append(Case(variant.name, "sweep", _const(variant)))
-    out.extend(
-        Case(f"generated-{s}", "generated", _seeded(s), s) for s in range(seed, seed + examples)
-    )
-    return out
+    return Cases(out, seed, examples, capabilities)
 
 
 def _builtin(name: str) -> Callable[[], Scenario]:
@@ -80,8 +114,29 @@ def _const(scenario: Scenario) -> Callable[[], Scenario]:
     return lambda: scenario
 
 
-def _seeded(seed: int) -> Callable[[], Scenario]:
-    return lambda: generate(seed)
+def _seeded(seed: int, caps: Capabilities) -> Callable[[], Scenario]:
+    return lambda: generate(seed, caps.crash_points, caps.non_replayable)
+
+
+@define
+class Limits:
+    """When a run stops before its end: after ``max_errors`` errors in a row (an
+    outage makes every later case an error too), or once ``deadline`` (a
+    :func:`time.monotonic` time) has passed, before the next case. ``stopped`` says why
+    it stopped, as one line, once it has."""
+
+    max_errors: int = 3
+    deadline: float | None = None
+    stopped: str | None = None
+
+
+def health(impl: Implementation) -> str | None:
+    """What the implementation's optional ``health()`` says is missing, if anything."""
+    check = getattr(impl, "health", None)
+    if not callable(check):
+        return None
+    cause = check()
+    return None if cause is None else str(cause)
 
 
 def run_case(
@@ -92,9 +147,14 @@ def run_case(
     target: str,
     shrinking: bool = True,
 ) -> Result:
-    """Run one case; a failure is written to ``out`` (and shrunk, when generated)."""
+    """Run one case; a failure is written to ``out`` (and shrunk, when generated). A
+    failure while the implementation's ``health()`` names a cause is an error."""
     scenario = case.build()
     result = judge(impl, scenario, contract, case.seed)
+    if result.verdict == FAILED:
+        cause = health(impl)
+        if cause is not None:
+            return evolve(result, verdict=ERROR, reason=f"{cause} (then: {result.reason})")
     if result.verdict != FAILED or out is None:
         return result
     folder = out / slug(target) / slug(contract.name)
@@ -119,18 +179,41 @@ def run_all(
     target: str,
     shrinking: bool = True,
     progress: Callable[[Result], None] | None = None,
+    limits: Limits | None = None,
+    results: list[Result] | None = None,
 ) -> list[Result]:
     """Run every case in order, reporting each result to ``progress``; only the first
     :data:`SHRINK_FIRST` failing generated cases are shrunk (the rest are written as
-    they are), so that a badly broken target still finishes quickly."""
-    results = []
-    shrunk = 0
+    they are), so that a badly broken target still finishes quickly. ``results`` (a
+    list the caller keeps) gets each result as it comes: a run interrupted by Ctrl-C
+    keeps what it found. ``limits`` stops the run early (:class:`Limits`)."""
+    results = [] if results is None else results
+    limits = limits or Limits()
+    shrunk = errors = 0
     for case in todo:
-        result = run_case(impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST)
+        if limits.deadline is not None and time.monotonic() >= limits.deadline:
+            limits.stopped = (
+                f"the deadline passed after {len(results)} scenarios; the rest did not run"
+            )
+            break
+        cause = health(impl) if errors else None
+        if cause is not None:  # the outage goes on: no need to wait for it again
+            result = Result(case.name, ERROR, case.seed, cause)
+        else:
+            result = run_case(
+                impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST
+            )
         shrunk += result.verdict == FAILED and case.family == "generated"
+        errors = errors + 1 if result.verdict == ERROR else 0
         results.append(result)
         if progress is not None:
             progress(result)
+        if errors >= limits.max_errors:
+            limits.stopped = (
+                f"stopped after {errors} errors in a row (the last: {result.reason}); "
+                "the rest did not run"
+            )
+            break
     return results
 
 
@@ -151,4 +234,14 @@ def _same_failure(now: Result, then: Result) -> bool:
     return (now.difference is None) == (then.difference is None) and now.property is None
 
 
-__all__ = ["Case", "cases", "run_all", "run_case", "shutdown", "skip_reason"]
+__all__ = [
+    "Case",
+    "Cases",
+    "Limits",
+    "cases",
+    "health",
+    "run_all",
+    "run_case",
+    "shutdown",
+    "skip_reason",
+]

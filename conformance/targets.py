@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import shlex
+from pathlib import Path
 from typing import Any
 
 from replay_contract.cli import CommandError
@@ -44,9 +45,13 @@ def names() -> list[str]:
     ]
 
 
-def resolve(target: str) -> Implementation:
+def resolve(
+    target: str, timeout: float | None = None, log_folder: Path | None = None
+) -> Implementation:
     """The implementation a target name stands for; a one-line :class:`CommandError`
-    when it does not exist or cannot start."""
+    when it does not exist or cannot start. ``timeout``: the seconds a process target
+    or a runtime's store waits for an answer (the target's own default when ``None``);
+    ``log_folder``: where a process target's standard error log goes."""
     from .model_target import ModelImplementation
 
     if target == "model":
@@ -59,7 +64,7 @@ def resolve(target: str) -> Implementation:
             raise CommandError(f"target {target}: no such mutant (known: {', '.join(MUTANTS)})")
         return ModelImplementation(MUTANTS[name])
     if target.startswith("process:"):
-        from .process import ProcessImplementation, ProtocolError
+        from .process import TIMEOUT, ProcessImplementation, ProtocolError
 
         command = target.removeprefix("process:").strip()
         try:
@@ -69,7 +74,7 @@ def resolve(target: str) -> Implementation:
         if not argv or not argv[0]:
             raise CommandError("target process: give the command, e.g. process:'java -jar x'")
         try:
-            return ProcessImplementation(command)
+            return ProcessImplementation(command, timeout or TIMEOUT, log_folder)
         except (OSError, ProtocolError) as exc:
             raise CommandError(f"target {target}: not available: {exc}") from None
     if target.startswith("flink-agents:"):
@@ -83,7 +88,10 @@ def resolve(target: str) -> Implementation:
             raise CommandError(f"target {target}: not available: {_one_line(exc)}") from None
         return impl
     if target in RUNTIMES:
-        return _runtime(target)
+        impl = _runtime(target)
+        if timeout is not None and hasattr(impl, "timeout"):
+            impl.timeout = timeout
+        return impl
     raise CommandError(f"unknown target {target!r} (known: {', '.join(names())})")
 
 

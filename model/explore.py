@@ -17,7 +17,6 @@ reference the symbolic encoding of ``verify`` is tested against.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from itertools import product
 
 from attrs import frozen
 
@@ -84,15 +83,27 @@ def redeliveries(scenario: Scenario) -> Iterator[tuple[Step, ...]]:
             i = j
         else:
             i += 1
-    options = []
-    for start, stop in blocks:
-        ids = [s.record for s in steps[start:stop] if s.record]
-        options.append(list(interleavings(_by_channel(scenario, ids))))
-    for choice in product(*options):
+    merges = [
+        _by_channel(scenario, [s.record for s in steps[start:stop] if s.record])
+        for start, stop in blocks
+    ]
+    for choice in _each_merge(merges):
         out = list(steps)
         for (start, stop), order in zip(blocks, choice, strict=True):
             out[start:stop] = [Step("deliver", r) for r in order]
         yield tuple(out)
+
+
+def _each_merge(blocks: Sequence[list[list[str]]]) -> Iterator[tuple[tuple[str, ...], ...]]:
+    """Every choice of one interleaving per block, generated one at a time (the
+    product of the blocks' interleavings, never held in memory: its size grows
+    factorially with the records)."""
+    if not blocks:
+        yield ()
+        return
+    for first in interleavings(blocks[0]):
+        for rest in _each_merge(blocks[1:]):
+            yield (first, *rest)
 
 
 def remaining(world: World) -> list[list[str]]:

@@ -10,6 +10,9 @@ from attrs import evolve
 
 from .contracts import ORDERED, Contract
 
+#: A ``give_up_after`` no run reaches: in effect, no bound at all.
+NO_BOUND = 2**31 - 1
+
 MUTANTS: dict[str, Contract] = {
     m.name: m
     for m in (
@@ -37,6 +40,12 @@ MUTANTS: dict[str, Contract] = {
             match="identity",
             wait=False,
             description="reuses by input identity only, at whatever position the input arrives",
+        ),
+        evolve(
+            ORDERED,
+            name="ordered-no-give-up-bound",
+            give_up_after=NO_BOUND,
+            description="never gives up while inputs wait, only at the end of input",
         ),
         evolve(
             ORDERED,

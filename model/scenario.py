@@ -47,6 +47,9 @@ from .files import parse_json, read_text
 from .topology import Channel, Record, Replay, Topology
 
 STEP_KINDS = ("deliver", "checkpoint", "crash", "restore", "end")
+#: The largest integer key (by magnitude): 2**53 - 1, the integers that JSON readers of
+#: every language (JavaScript's numbers too) hold exactly.
+MAX_INT_KEY = 2**53 - 1
 
 
 @frozen
@@ -287,6 +290,11 @@ def _channel(obj: _Obj) -> Channel:
             raise ScenarioError(f"{o.where}: missing field 'key'")
         if isinstance(key, bool) or not isinstance(key, str | int):
             raise ScenarioError(f"{o.where}.key: expected a string or an integer")
+        if isinstance(key, int) and abs(key) > MAX_INT_KEY:
+            raise ScenarioError(
+                f"{o.where}.key: {key} is outside -{MAX_INT_KEY}..{MAX_INT_KEY}, the integers "
+                "every JSON reader holds exactly"
+            )
         replay = None
         if "replay" in o.data:
             if replayable:

@@ -4,7 +4,8 @@ Each subcommand lives in :mod:`replay_contract.commands` as a module with a
 ``register(subparsers)`` function; the parser it adds sets ``func`` to the function that
 runs it and returns the exit status. Refused input raises :class:`CommandError` (or a
 ``ScenarioError``/``UnknownContractError`` of the model): the command prints one line
-naming the problem and exits with status 2.
+naming the problem and exits with status 2. Every exit status is in
+:data:`replay_contract.exits.TABLE`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from replay_contract.exits import BAD_INPUT, INTERRUPTED, NO_ANSWER, TABLE, InfrastructureError
 from replay_contract.model.errors import ScenarioError, UnknownContractError
 
 #: Subcommand modules, in the order ``--help`` lists them.
@@ -140,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="replay-contract",
         description="Replay contract for keyed agent recovery: simulate, verify and test it.",
+        epilog="exit status: " + "; ".join(f"{status} {meaning}" for status, meaning in TABLE),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
@@ -158,15 +161,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.func(args)
+    except InfrastructureError as exc:  # before CommandError: a server that died starting
+        print(f"replay-contract {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+        return NO_ANSWER
     except (CommandError, ScenarioError, UnknownContractError) as exc:
         print(f"replay-contract {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
         print(f"replay-contract {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     return status
 
 

@@ -545,6 +545,13 @@ def gen_cli_reference(root: Path) -> str:
     return "\n".join(out)
 
 
+def gen_exit_codes(root: Path) -> str:
+    """The exit status of every command, from :data:`replay_contract.exits.TABLE`."""
+    from replay_contract.exits import TABLE
+
+    return md_table(("status", "meaning"), [(str(code), meaning) for code, meaning in TABLE])
+
+
 def available_commands() -> list[str]:
     """The subcommands the command line has now."""
     import argparse
@@ -747,6 +754,7 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "property": gen_property,
     "verdict-matrix": gen_verdict_matrix,
     "cli-reference": gen_cli_reference,
+    "exit-codes": gen_exit_codes,
     "command": gen_command,
     "scenario-format": gen_scenario_format,
     "trace-events": gen_trace_events,

@@ -133,11 +133,11 @@ def test_names_do_not_lead_out_of_the_output_folder(
     scenario = builtin("reversed-interleaving").to_json()
     scenario["name"] = str(tmp_path / "escaped")
     (tmp_path / "s.json").write_text(json.dumps(scenario))
-    assert main(["explore", "s.json", "--contract", "seqnum", "--out", "eo/a"]) == 0
+    assert main(["explore", "s.json", "--contract", "seqnum", "--out", "eo/a"]) == 1
     contract = tmp_path / "c.json"
     contract.write_text('{"based_on": "seqnum", "name": "../../../c-escaped"}')
     argv = ["verify", *SMALL, "--contract-file", "c.json", "--property", "complete-reuse"]
-    assert main([*argv, "--out", "vo/a/b"]) == 0
+    assert main([*argv, "--out", "vo/a/b"]) == 1
     capsys.readouterr()
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.json"))
     found = [w for w in written if w not in ("s.json", "c.json")]

@@ -1,11 +1,15 @@
 """``replay-contract conform --target T``: run the conformance suite against a target.
 
 Progress goes to stderr; stdout gets the summary table (and the full report of the
-first failures), or one JSON document with ``--json``. The exit status is 1 when any
-scenario failed, 2 when the command is refused (unknown target or contract, a target
-that is not available or does not implement the contract, an output path that cannot be
-written, checked before anything runs) or when the target can run none of the
-scenarios (each one needs a capability it lacks), 0 otherwise.
+first failures), or one JSON document with ``--json``. The exit status
+(:mod:`replay_contract.exits`) is 3 when a scenario ended in an ``error`` (the target's
+server went away, its process died or hung) or the run stopped early (errors in a row,
+``--deadline``); else 1 when a scenario failed, or when ``--fail-on-skip`` or
+``--min-scenarios`` finds the run too thin; 2 when the command is refused (unknown
+target or contract, a target that is not available or does not implement the contract,
+an output path that cannot be written, checked before anything runs) or when the target
+can run none of the scenarios (each one needs a capability it lacks); 130 on Ctrl-C,
+after the partial summary and JUnit file; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -16,10 +20,19 @@ import random
 import shlex
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError, path_argument, writable_file, writable_folder
+from replay_contract.cli import (
+    CommandError,
+    path_argument,
+    positive_int,
+    positive_number,
+    writable_file,
+    writable_folder,
+)
+from replay_contract.exits import BROKEN, HOLDS, INTERRUPTED, NO_ANSWER
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract, contract
 from replay_contract.model.files import slug
@@ -83,6 +96,38 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--junit", type=path_argument, metavar="FILE", help="also write JUnit XML here")
     p.add_argument(
+        "--timeout",
+        type=positive_number,
+        metavar="SECONDS",
+        help="how long a process target, or a runtime's store, may take to answer before "
+        "the scenario is an error (default: 60 for a process, 30 for a store)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=positive_number,
+        metavar="SECONDS",
+        help="start no scenario after this many seconds; the rest are reported as not run "
+        "and the exit status is 3",
+    )
+    p.add_argument(
+        "--max-errors",
+        type=positive_int,
+        default=3,
+        metavar="N",
+        help="stop the run after N errors in a row (a server gone, a target that died; default 3)",
+    )
+    p.add_argument(
+        "--fail-on-skip",
+        action="store_true",
+        help="exit 1 when the target skips any scenario (a capability it lacks)",
+    )
+    p.add_argument(
+        "--min-scenarios",
+        type=positive_int,
+        metavar="N",
+        help="exit 1 when fewer than N scenarios ran (passed or failed; skipped ones do not count)",
+    )
+    p.add_argument(
         "--verbose",
         action="store_true",
         help="list every scenario in the summary, passing generated ones too",
@@ -112,29 +157,53 @@ def run(args: argparse.Namespace) -> int:
         writable_file(args.junit, "--junit")
     fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
-    impl = targets.resolve(args.target)
+    impl = targets.resolve(args.target, args.timeout, args.out)
+    results: list[Any] = []
+    interrupted = False
     try:
         reason = judge.unclaimed(impl.capabilities, chosen)
         if reason is not None:
             raise CommandError(
                 f"target {args.target} {reason}; choose one it implements with --contract"
             )
-        todo = suite.cases(args.examples, seed, chosen, sweep=not args.no_sweep, scenarios=fixed)
+        todo = suite.cases(
+            args.examples,
+            seed,
+            chosen,
+            sweep=not args.no_sweep,
+            scenarios=fixed,
+            capabilities=impl.capabilities,
+        )
         runnable(impl, todo, chosen)
         progress = report.Progress(len(todo))
         started = time.monotonic()
-        results = suite.run_all(
-            impl,
-            todo,
-            chosen,
-            args.out,
-            args.target,
-            shrinking=not args.no_shrink,
-            progress=progress.update,
+        limits = suite.Limits(
+            args.max_errors, None if args.deadline is None else started + args.deadline
         )
+        try:
+            suite.run_all(
+                impl,
+                todo,
+                chosen,
+                args.out,
+                args.target,
+                shrinking=not args.no_shrink,
+                progress=progress.update,
+                limits=limits,
+                results=results,
+            )
+        except KeyboardInterrupt:
+            interrupted = True
+            limits.stopped = "interrupted (Ctrl-C)"
         progress.close()
         done = report.SuiteRun(
-            args.target, chosen.name, seed, tuple(results), time.monotonic() - started
+            args.target,
+            chosen.name,
+            seed,
+            tuple(results),
+            time.monotonic() - started,
+            len(todo),
+            limits.stopped,
         )
         # what the program wrote on its standard error helps to find a failure's cause
         keep = getattr(impl, "keep_log", None)
@@ -161,6 +230,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nreproduce: {reproduce(args, chosen.name, seed)}")
     if log is not None:
         print(f"the target's standard error: {log}", file=sys.stderr)
+    if done.stopped is not None:
+        print(f"replay-contract conform: {done.stopped}", file=sys.stderr)
+    thin = too_thin(done, args.fail_on_skip, args.min_scenarios)
+    if thin is not None:
+        print(f"replay-contract conform: {thin}", file=sys.stderr)
     if args.junit is not None:
         try:
             report.junit(done, args.junit)
@@ -168,16 +242,37 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(
                 f"--junit {args.junit}: cannot write it ({exc.strerror or exc})"
             ) from None
-    return 0 if done.ok else 1
+    if interrupted:
+        return INTERRUPTED
+    if done.count(judge.ERROR) or done.stopped is not None:
+        return NO_ANSWER
+    return BROKEN if done.count(judge.FAILED) or thin is not None else HOLDS
 
 
-def runnable(impl: Any, todo: list[Any], chosen: Contract) -> None:
+def too_thin(done: Any, fail_on_skip: bool, min_scenarios: int | None) -> str | None:
+    """Why the run tested too little to pass, with ``--fail-on-skip`` or
+    ``--min-scenarios``: the skipped scenarios, or the scenarios that ran."""
+    from replay_contract.conformance import judge
+
+    skipped = done.count(judge.SKIPPED)
+    if fail_on_skip and skipped:
+        first = next(r for r in done.results if r.verdict == judge.SKIPPED)
+        return f"--fail-on-skip: {skipped} scenarios skipped (the first: {first.reason})"
+    ran = done.count(judge.PASSED) + done.count(judge.FAILED)
+    if min_scenarios is not None and ran < min_scenarios:
+        return f"--min-scenarios {min_scenarios}: only {ran} scenarios ran ({skipped} skipped)"
+    return None
+
+
+def runnable(impl: Any, todo: Iterable[Any], chosen: Contract) -> None:
     """Refuse a suite in which the target can run no scenario at all (each one needs a
     capability it lacks): such a run would test nothing, yet pass."""
     from replay_contract.conformance import suite
 
     reasons: dict[str, None] = {}
+    total = 0
     for case in todo:
+        total += 1
         reason = suite.skip_reason(impl.capabilities, case.build(), chosen)
         if reason is None:
             return
@@ -186,9 +281,7 @@ def runnable(impl: Any, todo: list[Any], chosen: Contract) -> None:
         raise CommandError("no scenario to run")
     first, *others = reasons
     more = f"; and {len(others)} other reasons" if others else ""
-    raise CommandError(
-        f"no scenario can run: the target would skip all {len(todo)} ({first}{more})"
-    )
+    raise CommandError(f"no scenario can run: the target would skip all {total} ({first}{more})")
 
 
 def reproduce(args: argparse.Namespace, contract_name: str, seed: int) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import replay_contract.model.catalogue as catalogue
 from replay_contract.cli import free_names, path_argument, positive_int, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
+from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER
 from replay_contract.model.explore import explore
 from replay_contract.model.files import slug
 from replay_contract.model.narrate import render
@@ -26,7 +27,9 @@ def register(sub: Any) -> None:
         description="Run every channel-order-preserving interleaving of the deliveries "
         "after each restore (and, with --crash-points, a crash after every effect of "
         "every delivery), check every property, and write the first run that breaks "
-        "each property as a scenario file.",
+        "each property as a scenario file. Exit status 1 when a run breaks a property, "
+        "0 when none does in the whole space, 3 when none does but --limit stopped the "
+        "exploration before the end (the answer is unknown).",
     )
     p.add_argument("scenario", help="a scenario file, or a built-in scenario name")
     add_contract_options(p)
@@ -92,9 +95,13 @@ def run(args: argparse.Namespace) -> int:
                 "violations": findings,
             }
         )
+    if any(r["violations"] for r in results):
+        status = BROKEN
+    else:
+        status = HOLDS if all(r["complete"] for r in results) else NO_ANSWER
     if args.json:
         print(json.dumps(results, indent=2))
-        return 0
+        return status
     rows = []
     for r in results:
         if not r["violations"]:
@@ -104,4 +111,4 @@ def run(args: argparse.Namespace) -> int:
     print(render(("contract", "runs", "first violation", "scenario file"), rows))
     if any(not r["complete"] for r in results):
         print(f"(stopped at --limit {args.limit} runs: the space is not fully explored)")
-    return 0
+    return status

@@ -8,6 +8,7 @@ from typing import Any
 
 import replay_contract.model.catalogue as catalogue
 from replay_contract.cli import CommandError, path_argument
+from replay_contract.exits import BROKEN, HOLDS
 from replay_contract.model.contracts import Contract, contract_from_json, contracts
 from replay_contract.model.files import read_json
 from replay_contract.model.narrate import render, table
@@ -21,7 +22,9 @@ def register(sub: Any) -> None:
         help="run a scenario through the reference model",
         description="Run a scenario (a file or a built-in name) through the reference "
         "model under one contract or all of them, and show what was reused, what ran "
-        "again and which properties broke.",
+        "again and which properties broke. Exit status 1 when any run breaks a property "
+        "(the comparison of all contracts on reversed-interleaving does: seqnum breaks "
+        "complete-reuse there), 0 when none does.",
     )
     p.add_argument("scenario", help="a scenario file, or a built-in scenario name")
     add_contract_options(p)
@@ -54,20 +57,21 @@ def chosen_contracts(args: argparse.Namespace) -> list[Contract]:
 def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     runs = [simulate(scenario, c) for c in chosen_contracts(args)]
+    summaries = [r.summary() for r in runs]
+    status = BROKEN if any(s["violations"] for s in summaries) else HOLDS
     if args.json:
-        summaries = [r.summary() for r in runs]
         print(
             json.dumps(
                 summaries[0] if len(summaries) == 1 else summaries, indent=2, ensure_ascii=False
             )
         )
-        return 0
+        return status
     print(f"{scenario.name}: {scenario.description}\n")
     print(comparison(runs))
     for r in runs:
         print(f"\n{r.contract.name}")
         print(detail(r))
-    return 0
+    return status
 
 
 def comparison(runs: list[Run]) -> str:

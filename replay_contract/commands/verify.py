@@ -17,6 +17,7 @@ from replay_contract.cli import (
     writable_folder,
 )
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
+from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER, worst
 from replay_contract.spec.bound import DEFAULT, DEFAULT_ENGINE, ENGINES, BoundError, parse
 from replay_contract.spec.properties import PROPERTIES
 
@@ -27,7 +28,11 @@ def register(sub: Any) -> None:
         help="prove the properties of a contract up to a bound, or find a counterexample",
         description="Encode the operator under a contract symbolically and ask Z3, for "
         "each property, whether any run within the bound breaks it. Each counterexample "
-        "is replayed through the model, written as a scenario file and shown as a table.",
+        "is replayed through the model, written as a scenario file and shown as a table. "
+        "Exit status 0 when every property asked about is proved, 1 when one has a "
+        "counterexample, 3 when one is unknown (a timeout); with --manifest, 0 when every "
+        "verdict is the one spec/manifest.json records, 1 when one differs, 3 when one "
+        "is unknown.",
     )
     add_contract_options(p)
     p.add_argument(
@@ -71,6 +76,13 @@ def register(sub: Any) -> None:
         action="store_true",
         help="also prove that the unrolling is long enough for every scenario of the bound",
     )
+    p.add_argument(
+        "--manifest",
+        action="store_true",
+        help="compare each verdict with the one spec/manifest.json records for its contract "
+        "and property (recorded at the manifest's bound: at a smaller one a proof where the "
+        "manifest has a counterexample may only mean the bound is too small)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -107,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     props = properties(args.property)
     chosen = chosen_contracts(args)
+    expected = manifest_verdicts(chosen, props) if args.manifest else None
     writable_folder(args.out)
     free_names(args.out, (counterexample_name(c.name, p) for c in chosen for p in props))
     started = time.monotonic()
@@ -116,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     out: list[dict[str, Any]] = []
+    statuses: list[int] = []
     if not args.json:
         # each contract's verdicts are shown as soon as they are known: a long run that
         # is stopped keeps what it found
@@ -134,12 +148,15 @@ def run(args: argparse.Namespace) -> int:
             )
         except (EncodingMismatch, ClassMismatch) as exc:
             print(f"replay-contract verify: internal error: {exc}", file=sys.stderr)
-            return 3
+            return NO_ANSWER
         budget = check_budget(contract, bound, args.timeout) if args.check_budget else None
         for r in results:
             if r.counterexample is not None:
                 write_counterexample(r, args.out)
             data = r.to_json()
+            statuses.append(_status(r.verdict, expected, r.contract, r.property))
+            if expected is not None:
+                data["manifest"] = expected[r.contract, r.property]
             if budget is not None:
                 data["budget"] = budget
             out.append(data)
@@ -149,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
                 else f"--contract {r.contract}"
             )
             texts.append(_text(r, explanation_table(r), hint))
+            if expected is not None and expected[r.contract, r.property] != r.verdict:
+                texts.append(
+                    f"  differs from spec/manifest.json: "
+                    f"{expected[r.contract, r.property]} expected"
+                )
         if not args.json:
             reach = results[0].reachable if results else {}
             checked = any(v != "not checked" for v in reach.values())
@@ -165,7 +187,36 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(texts), flush=True)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
-    return 0
+    return worst(statuses)
+
+
+def manifest_verdicts(chosen: list[Any], props: list[str]) -> dict[tuple[str, str], str]:
+    """The manifest's verdict for every contract and property asked about; a contract
+    it does not record (a proposed one, from --contract-file) is refused."""
+    from replay_contract.spec.manifest import load
+
+    recorded = {(e.contract, e.property): e.verdict for e in load()}
+    out = {}
+    for c in chosen:
+        for p in props:
+            if (c.name, p) not in recorded:
+                raise CommandError(
+                    f"--manifest: spec/manifest.json records no verdict for {c.name} / {p}"
+                )
+            out[c.name, p] = recorded[c.name, p]
+    return out
+
+
+def _status(
+    verdict: str, expected: dict[tuple[str, str], str] | None, contract: str, prop: str
+) -> int:
+    """A verdict's exit status (replay_contract.exits): unknown is no answer; else,
+    with the manifest, a difference from it, without, a counterexample."""
+    if verdict == "unknown":
+        return NO_ANSWER
+    if expected is not None:
+        return HOLDS if expected[contract, prop] == verdict else BROKEN
+    return BROKEN if verdict == "counterexample" else HOLDS
 
 
 def _text(r: Any, table: str, hint: str) -> str:

@@ -20,6 +20,7 @@ right after any of them.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,6 +43,11 @@ CLAIMED = (*CONTRACTS, *MUTANTS)
 
 class OperatorError(StoreError):
     """The runtime was driven outside its protocol (e.g. a step while it is down)."""
+
+
+#: Seconds :meth:`RuntimeOperator.health` waits for the store's server to accept a
+#: connection.
+HEALTH_TIMEOUT = 2.0
 
 
 class RuntimeOperator:
@@ -119,6 +125,30 @@ class RuntimeOperator:
             for namespace in self._namespaces:
                 namespace.drop()
         self._namespaces.clear()
+
+    def health(self) -> str | None:
+        """``None`` while the store's server answers on its address, else one line
+        saying it went away (the suite then judges a failure an infrastructure error)."""
+        address = getattr(self.backend, "bootstrap", None)
+        if not isinstance(address, str):
+            return None
+        host, _, port = address.split(",")[0].rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=HEALTH_TIMEOUT):
+                return None
+        except (OSError, ValueError) as exc:
+            return f"the {self.backend.name} server at {address} went away ({exc})"
+
+    @property
+    def timeout(self) -> float | None:
+        """The seconds the store waits for its server (``conform --timeout`` sets it)."""
+        value = getattr(self.backend, "timeout", None)
+        return float(value) if isinstance(value, int | float) else None
+
+    @timeout.setter
+    def timeout(self, seconds: float | None) -> None:
+        if seconds is not None and hasattr(self.backend, "timeout"):
+            self.backend.timeout = seconds
 
     @property
     def stats(self) -> StoreStats:

@@ -36,6 +36,7 @@ from typing import Protocol
 from attrs import define
 
 from replay_contract.cli import CommandError
+from replay_contract.conformance.interface import TargetUnavailable
 from replay_contract.model.store import Entry
 
 
@@ -43,8 +44,9 @@ class StoreError(CommandError):
     """The action state store failed; the message is one line."""
 
 
-class StoreUnavailable(StoreError):
-    """The store's server did not answer within the store's bound (retries included)."""
+class StoreUnavailable(StoreError, TargetUnavailable):
+    """The store's server did not answer within the store's bound (retries included):
+    an infrastructure error, so a conformance scenario it cuts short is an ``error``."""
 
 
 class RecordError(StoreError):

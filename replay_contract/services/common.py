@@ -9,7 +9,8 @@ service's configuration, data, log and ``state.json``, which records the process
 ``up`` started so that ``down`` stops exactly those.
 
 Each failure raises :class:`ServiceError` with a one-line message; the command line prints
-it and exits with status 2.
+it and exits with status 2, or 3 for a server that died or did not answer while it
+started (:class:`StartError`, an infrastructure error).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_contract.cli import CommandError
+from replay_contract.exits import InfrastructureError
 from replay_contract.model.files import read_json
 
 #: Pinned so that resolution does not depend on the Maven version's default plugin.
@@ -43,6 +45,11 @@ _COORDINATE = re.compile(r"^[\w.\-]+:[\w.\-]+:[\w.\-]+$")
 
 class ServiceError(CommandError):
     """A service that cannot be started, checked or stopped; the message is one line."""
+
+
+class StartError(ServiceError, InfrastructureError):
+    """A server that was launched but died or did not answer during start-up: not bad
+    input but an infrastructure error (exit status 3, replay_contract.exits)."""
 
 
 def note(name: str, message: str, *, progress: bool = True) -> None:
@@ -458,9 +465,9 @@ def wait_for_port(
     deadline = time.monotonic() + timeout
     while not port_answers(port):
         if not is_alive(process):
-            raise ServiceError(f"{what} exited during start-up; see {log}")
+            raise StartError(f"{what} exited during start-up; see {log}")
         if time.monotonic() >= deadline:
-            raise ServiceError(f"{what} did not open port {port} within {timeout:.0f} s; see {log}")
+            raise StartError(f"{what} did not open port {port} within {timeout:.0f} s; see {log}")
         time.sleep(0.1)
 
 

@@ -259,14 +259,16 @@ def _wait_ready(bootstrap: str, processes: list[Process], log_dir: Path, deadlin
             command, capture_output=True, text=True, timeout=remaining + 30, check=False
         )
     except subprocess.TimeoutExpired as exc:
-        raise ServiceError(f"the Fluss readiness probe hung; see {log_dir}") from exc
+        raise common.StartError(f"the Fluss readiness probe hung; see {log_dir}") from exc
     for process in processes:
         if not common.is_alive(process):
-            raise ServiceError(f"the Fluss {process.role} exited during start-up; see {log_dir}")
+            raise common.StartError(
+                f"the Fluss {process.role} exited during start-up; see {log_dir}"
+            )
     lines = result.stdout.splitlines()
     if "READY" not in lines:
         reason = lines[-1] if lines else (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ServiceError(
+        raise common.StartError(
             f"the Fluss cluster at {bootstrap} did not get ready ({reason}); see {log_dir}"
         )
 

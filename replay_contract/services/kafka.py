@@ -154,9 +154,9 @@ def _wait_ready(bootstrap: str, process: Process, log: Path, deadline: float) ->
     while True:
         remaining = deadline - time.monotonic()
         if not common.is_alive(process):
-            raise ServiceError(f"the Kafka broker exited during start-up; see {log}")
+            raise common.StartError(f"the Kafka broker exited during start-up; see {log}")
         if remaining <= 0:
-            raise ServiceError(f"the Kafka broker at {bootstrap} did not answer; see {log}")
+            raise common.StartError(f"the Kafka broker at {bootstrap} did not answer; see {log}")
         try:
             if NODE_ID in admin.list_topics(timeout=min(5.0, remaining)).brokers:
                 return

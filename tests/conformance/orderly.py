@@ -8,6 +8,10 @@ to show that the protocol works end to end and that an independent implementatio
 
 Durable state (the action state store log and the last checkpoint) lives in this process
 across a simulated crash; the keyed state does not.
+
+``--bug NAME`` builds it with one deliberate mistake of :data:`BUGS`, each one a way an
+implementer might misread the contract or the protocol; the suite's own tests require a
+default ``conform`` run to fail every one of them.
 """
 
 from __future__ import annotations
@@ -23,6 +27,25 @@ SUPPORTED = {
     "durable_invalidation": {True},
     "invalidation_scope": {"key"},
 }
+
+
+#: The deliberate mistakes ``--bug`` can build in, with the contract each one breaks.
+BUGS = {
+    "no-wait": ("ordered", "never waits for a recorded predecessor"),
+    "no-give-up-bound": ("ordered", "no give_up_after: waits until the end of input"),
+    "no-split-order": ("ordered", "a later record of the missing input's channel gives up nothing"),
+    "ignore-digest": ("ordered", "a recorded input that comes back changed is re-accepted"),
+    "reuse-forgets-writes": ("ordered", "a reused completion's memory writes are not applied"),
+    "volatile-invalidation": ("ordered", "an invalidation is reported but not written"),
+    "invalidate-every-key": ("ordered", "an invalidation voids the entries of every key"),
+    "waiting-not-checkpointed": ("ordered", "a checkpoint leaves out the waiting inputs"),
+    "give-up-keeps-suffix": ("ordered", "giving up invalidates nothing"),
+    "end-keeps-waiting": ("ordered", "the end of input gives nothing up"),
+    "no-invalidate-on-miss": ("seqnum", "a miss does not invalidate the later entries"),
+    "reuse-any-position": ("seqnum", "a completion is reused at whatever position"),
+    "positions-not-checkpointed": ("seqnum", "a restore starts every key's positions at 0"),
+}
+BUG = ""
 
 
 class Crash(Exception):
@@ -107,7 +130,7 @@ class Operator:
         if not (self.c["wait"] and recovering(ks)):
             self.accept(record, recorded=False)
             return
-        if self.c["split_order"]:
+        if self.c["split_order"] and BUG != "no-split-order":
             arrived = {w["id"] for w in ks["waiting"]} | {record["id"]}
             for r in ks["expected"]:
                 if (
@@ -131,7 +154,8 @@ class Operator:
         if any(w["id"] == record["id"] for w in ks["waiting"]):
             awaiting = ks["expected"][0]["identity"] if ks["expected"] else ""
             report("wait", key=key, identity=record["id"], awaiting=awaiting)
-            if len(ks["waiting"]) > self.c["give_up_after"] and ks["expected"]:
+            bound = self.c["give_up_after"] if BUG != "no-give-up-bound" else 2**62
+            if len(ks["waiting"]) > bound and ks["expected"]:
                 head = ks["expected"][0]
                 self.diverge(key, head["position"], head["identity"], "too many waited")
                 self.advance(key)
@@ -144,7 +168,7 @@ class Operator:
                 match = next((w for w in ks["waiting"] if w["id"] == head["identity"]), None)
                 if match is None:
                     return
-                if match["digest"] != head["digest"]:
+                if match["digest"] != head["digest"] and BUG != "ignore-digest":
                     self.diverge(key, head["position"], head["identity"], "came back changed")
                     continue
                 ks["expected"] = ks["expected"][1:]
@@ -163,12 +187,16 @@ class Operator:
             report("give-up", key=key, position=position, identity=missing, reason=reason)
         ks = self.ks(key)
         ks["expected"], ks["diverge_at"] = [], None
-        self.invalidate(key, ks["next"], None)
+        if BUG != "give-up-keeps-suffix":
+            self.invalidate(key, ks["next"], None)
 
     def invalidate(self, key: Any, position: int, keep: list[str] | None) -> None:
         inv = {"type": "invalidation", "key": key, "position": position, "keep": keep}
+        if BUG == "invalidate-every-key":
+            inv["every"] = True
         voided = [i for i, e in self.valid() if e["type"] == "completion" and voids(inv, e)]
-        self.write(inv)
+        if BUG != "volatile-invalidation":
+            self.write(inv)
         report("invalidate", key=key, position=position, completions=voided)
 
     def accept(self, record: dict[str, Any], recorded: bool) -> None:
@@ -188,7 +216,7 @@ class Operator:
                     and e["path"] == path
                     and e["identity"] == ident
                     and e["digest"] == dig
-                    and e["position"] == position
+                    and (e["position"] == position or BUG == "reuse-any-position")
                 ):
                     found = (i, e)
             if found is not None:
@@ -203,8 +231,10 @@ class Operator:
                     reads=reads,
                 )
                 writes, outputs = found[1]["writes"], found[1]["outputs"]
+                if BUG == "reuse-forgets-writes":
+                    writes = []
             else:
-                if self.c["on_miss"] == "invalidate":
+                if self.c["on_miss"] == "invalidate" and BUG != "no-invalidate-on-miss":
                     inv = {"key": key, "position": position, "keep": [ident, dig]}
                     if any(e["type"] == "completion" and voids(inv, e) for _, e in self.valid()):
                         self.invalidate(key, position, [ident, dig])
@@ -301,11 +331,11 @@ class Operator:
     def checkpoint(self) -> int:
         needed = [i for i, e in self.valid() if e["position"] >= self.ks(e["key"])["next"]]
         self.marker = min(needed, default=len(self.log))
-        self.saved = {
-            "number": self.saved["number"] + 1,
-            "keys": copy.deepcopy(self.keys),
-            "marker": self.marker,
-        }
+        keys = copy.deepcopy(self.keys)
+        if BUG == "waiting-not-checkpointed":
+            for ks in keys.values():
+                ks["waiting"] = []
+        self.saved = {"number": self.saved["number"] + 1, "keys": keys, "marker": self.marker}
         return int(self.saved["number"])
 
     def crash(self) -> None:
@@ -313,6 +343,9 @@ class Operator:
 
     def restore(self) -> None:
         self.keys = copy.deepcopy(self.saved["keys"])
+        if BUG == "positions-not-checkpointed":
+            for ks in self.keys.values():
+                ks["next"] = 0
         self.marker = self.saved["marker"]
         if not self.c["wait"]:
             return
@@ -328,7 +361,7 @@ class Operator:
 
     def end(self) -> list[dict[str, Any]]:
         for ks in list(self.keys.values()):
-            if ks["expected"]:
+            if ks["expected"] and BUG != "end-keeps-waiting":
                 head = ks["expected"][0]
                 self.diverge(ks["key"], head["position"], head["identity"], "end of input")
             self.advance(ks["key"])
@@ -336,7 +369,8 @@ class Operator:
 
 
 def voids(inv: dict[str, Any], e: dict[str, Any]) -> bool:
-    if kid(e["key"]) != kid(inv["key"]) or e["position"] < inv["position"]:
+    other_key = kid(e["key"]) != kid(inv["key"]) and not inv.get("every")
+    if other_key or e["position"] < inv["position"]:
         return False
     if e["position"] > inv["position"] or inv["keep"] is None:
         return True
@@ -348,9 +382,11 @@ def recovering(ks: dict[str, Any]) -> bool:
 
 
 def main() -> int:
-    # ``--bug no-wait``: a deliberately broken build that never waits for a recorded
-    # predecessor (the suite's own tests require it to fail)
-    bug = sys.argv[sys.argv.index("--bug") + 1] if "--bug" in sys.argv else ""
+    # ``--bug NAME``: a deliberately broken build (BUGS); the suite must fail it
+    global BUG
+    BUG = sys.argv[sys.argv.index("--bug") + 1] if "--bug" in sys.argv else ""
+    if BUG and BUG not in BUGS:
+        sys.exit(f"orderly: no bug {BUG!r} (known: {', '.join(BUGS)})")
     send(
         {
             "protocol": "replay-contract/1",
@@ -371,7 +407,7 @@ def main() -> int:
             done: Any = None
             if kind == "open":
                 op.open(request["agent"], request["contract"])
-                if bug == "no-wait":
+                if BUG == "no-wait":
                     op.c = {**op.c, "wait": False}
             elif kind == "deliver":
                 op.deliver(request["record"])

@@ -259,39 +259,46 @@ def test_bad_numbers(capsys: pytest.CaptureFixture[str], option: str, value: str
 
 @pytest.fixture
 def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The folder the process target's logs go to during the test."""
+    """The --out folder of the test, where the process target's log goes; the system's
+    temporary folder, which must stay empty, is ``tmp_path / "tmp"``."""
     folder = tmp_path / "tmp"
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
+    return tmp_path / "out"
+
+
+def _written(logs: Path) -> list[Path]:
+    """The target's logs left under --out, and nothing in the temporary folder."""
+    assert list((logs.parent / "tmp").iterdir()) == []
+    return sorted(logs.glob("replay-process-*.log"))
 
 
 def test_log_is_removed_after_a_run_that_went_well(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path
 ) -> None:
     target = orderly_with(tmp_path, "sys.stderr.write('noise on stderr\\n')")
-    status, doc = conform(capsys, "--target", target, *ONE_SCENARIO, "--out", str(tmp_path))
+    status, doc = conform(capsys, "--target", target, *ONE_SCENARIO, "--out", str(logs))
     assert status == 0 and doc["passed"] == 1
-    assert list(logs.iterdir()) == []
+    assert _written(logs) == []
 
 
 def test_log_is_removed_when_a_refused_contract_stops_the_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path
 ) -> None:
     target = orderly_with(tmp_path, "sys.stderr.write('noise on stderr\\n')")
-    args = ["--target", target, "--contract", "read-set", "--out", str(tmp_path)]
+    args = ["--target", target, "--contract", "read-set", "--out", str(logs)]
     assert main(["conform", *args]) == 2
     one_line_error(capsys)
-    assert list(logs.iterdir()) == []
+    assert _written(logs) == []
 
 
 def test_log_that_explains_a_failed_start_is_kept_and_named(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path
 ) -> None:
     target = program(tmp_path, "broken", "import sys\nsys.exit('cannot start: no licence')\n")
-    assert main(["conform", "--target", target, "--out", str(tmp_path)]) == 2
+    assert main(["conform", "--target", target, "--out", str(logs)]) == 2
     line = one_line_error(capsys)
-    (log,) = logs.iterdir()
+    (log,) = _written(logs)
     assert f"log {log}" in line and "cannot start: no licence" in line
     assert "cannot start: no licence" in log.read_text()
 
@@ -300,9 +307,9 @@ def test_log_of_a_failed_start_without_output_is_removed(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, logs: Path
 ) -> None:
     target = program(tmp_path, "silent", "print('not the protocol')\n")
-    assert main(["conform", "--target", target, "--out", str(tmp_path)]) == 2
+    assert main(["conform", "--target", target, "--out", str(logs)]) == 2
     assert "not a JSON line" in one_line_error(capsys)
-    assert list(logs.iterdir()) == []
+    assert _written(logs) == []
 
 
 def test_log_of_a_run_that_failed_is_kept_and_named(
@@ -310,9 +317,9 @@ def test_log_of_a_run_that_failed_is_kept_and_named(
 ) -> None:
     before = "sys.argv += ['--bug', 'no-wait']\nsys.stderr.write('debug: my operator\\n')"
     target = orderly_with(tmp_path, before)
-    args = ["conform", "--target", target, *ONE_SCENARIO, "--out", str(tmp_path / "out")]
+    args = ["conform", "--target", target, *ONE_SCENARIO, "--out", str(logs)]
     assert main(args) == 1
     err = capsys.readouterr().err
-    (log,) = logs.iterdir()
+    (log,) = _written(logs)
     assert f"the target's standard error: {log}" in err.splitlines()
     assert "debug: my operator" in log.read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -194,6 +195,16 @@ def test_pytest_plugin_fails_a_mutant_with_the_report(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "<-- first difference" in done.stdout
     assert "replay:" in done.stdout and "reversed-interleaving.json" in done.stdout
+
+
+def test_pytest_plugin_counts_its_scenarios_in_the_collection_line(tmp_path: Path) -> None:
+    args = ["--replay-target=model", "--replay-examples=2"]
+    done = _pytest(tmp_path, *args, "-k", "reversed-interleaving and not crash", "-v")
+    assert done.returncode == 0, done.stdout[-2000:]
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("collected ")]
+    collected, deselected = (int(w) for w in re.findall(r"\d+", line)[:2])
+    assert line == f"collected {collected} items / {deselected} deselected / 1 selected"
+    assert collected == deselected + 1
 
 
 def test_pytest_plugin_refuses_an_unknown_target(tmp_path: Path) -> None:

@@ -230,7 +230,9 @@ def program(tmp_path: Path, body: str) -> str:
     return f"{sys.executable} {path}"
 
 
-def test_a_program_that_exits_fails_the_scenario_and_is_restarted(tmp_path: Path) -> None:
+def test_a_program_that_exits_is_an_error_naming_its_status_and_is_restarted(
+    tmp_path: Path,
+) -> None:
     command = program(
         tmp_path,
         "for line in sys.stdin:\n"
@@ -241,7 +243,8 @@ def test_a_program_that_exits_fails_the_scenario_and_is_restarted(tmp_path: Path
     try:
         for _ in range(2):  # the second scenario starts the program again
             result = judge(impl, catalogue.builtin("single-upstream"), ORDERED)
-            assert result.verdict == "failed" and "the program exited" in result.reason
+            assert result.verdict == "error", result.reason
+            assert "the target exited with status 3" in result.reason
     finally:
         impl.shutdown()
 

@@ -164,3 +164,14 @@ def test_empty_names_are_refused(change: Any, says: str) -> None:
     data = base()
     change(data)
     assert says in refuse(data)
+
+
+def test_an_integer_key_beyond_what_json_readers_hold_is_refused() -> None:
+    from replay_contract.model.scenario import MAX_INT_KEY
+
+    data = builtin("single-upstream").to_json()
+    data["channels"][0]["records"][0]["key"] = MAX_INT_KEY
+    loads(json.dumps(data))  # the largest is fine
+    data["channels"][0]["records"][0]["key"] = -(MAX_INT_KEY + 1)
+    with pytest.raises(ScenarioError, match=r"\.key: -9007199254740992 is outside -9007"):
+        loads(json.dumps(data))

@@ -73,7 +73,7 @@ def _verify(out: Path, *args: str) -> int:
 
 def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = _verify(tmp_path, "--contract", "seqnum", "--property", "complete-reuse", "--json")
-    assert status == 0
+    assert status == 1  # a property is broken
     (result,) = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "counterexample"
     assert {"contract", "property", "verdict", "bound", "seconds"} <= set(result)
@@ -81,7 +81,7 @@ def test_cli_counterexample_replays(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert path.exists()
     status = main(["simulate", str(path), "--contract", "seqnum", "--json"])
     summary = json.loads(capsys.readouterr().out)
-    assert status == 0 and "complete-reuse" in summary["violations"]
+    assert status == 1 and "complete-reuse" in summary["violations"]
     # the reversed-interleaving shape: two channels, one key
     scenario = resolve(str(path))
     assert len(scenario.topology.channels) == 2 and len(scenario.topology.keys) == 1
