@@ -16,19 +16,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract, contract
 from replay_contract.model.scenario import Scenario, from_json
 
-from .judge import FAILED, PASSED, SKIPPED, Result, judge
+from .judge import ERROR, FAILED, PASSED, SKIPPED, Result, judge
 from .runner import observe
 from .shrink import shrink
 from .suite import cases, shutdown
@@ -184,7 +185,7 @@ def run_plan(
     impl = resolve(plan.target)
     started = time.monotonic()
     failures: list[tuple[str, Scenario, Result]] = []
-    counts = {PASSED: 0, FAILED: 0, SKIPPED: 0}
+    counts = {PASSED: 0, FAILED: 0, SKIPPED: 0, ERROR: 0}
     kinds: dict[str, int] = {}
     try:
         todo = cases(plan.examples, seed, c, sweep=plan.sweep)
@@ -196,8 +197,10 @@ def run_plan(
                 kind = classify(result, scenario, c, plan.target)
                 kinds[kind] = kinds.get(kind, 0) + 1
                 failures.append((kind, scenario, result))
+            said = f" ({kind})" if result.verdict == FAILED else ""
             progress(
-                f"{plan.target} {plan.contract} [{i}/{len(todo)}] {case.name}: {result.verdict}"
+                f"{plan.target} {plan.contract} [{i}/{len(todo)}] {case.name}: "
+                f"{result.verdict}{said}"
             )
     finally:
         shutdown(impl)
@@ -221,7 +224,11 @@ def _smallest(
     kind: str, plan: Plan, failures: Sequence[tuple[str, Scenario, Result]], budget: int
 ) -> tuple[Scenario, Result, tuple[t.Event, ...]]:
     """The smallest failing scenario of ``kind``, shrunk further while it keeps the kind."""
-    scenario = min((s for k, s, _ in failures if k == kind), key=_size)
+    scenario, found = min(
+        ((s, r) for k, s, r in failures if k == kind), key=lambda sr: _size(sr[0])
+    )
+    if kind == "runtime-error":
+        budget = 0  # an error of the runtime need not come back on every run: keep it whole
     c = contract(plan.contract)
     impl = resolve(plan.target)
     try:
@@ -236,6 +243,9 @@ def _smallest(
         observed = observe(impl, scenario, c)
     finally:
         shutdown(impl)
+    if result.verdict != FAILED or classify(result, scenario, c, plan.target) != kind:
+        # It did not come back: say so, and keep what the run that found it saw.
+        return scenario, evolve(found, name=kind, scenario_file="not reproduced"), observed.events
     return scenario, result, observed.events
 
 
@@ -257,7 +267,7 @@ def record(
         done = list(pool.map(lambda p: run_plan(p, seed, progress), plans))
     findings: list[dict[str, Any]] = []
     folder = out.parent / "findings"
-    folder.mkdir(parents=True, exist_ok=True)
+    smallest: list[Scenario] = []
     seen: dict[str, list[str]] = {}
     for plan, (summary, _) in zip(plans, done, strict=True):
         for kind in summary["kinds"]:
@@ -268,8 +278,17 @@ def record(
         )
         progress(f"finding {kind}: shrinking on {plan.target} under {plan.contract}")
         scenario, result, events = _smallest(kind, plan, failures, shrink_budget)
-        path = scenario.write(folder / f"{kind}.json")
+        smallest.append(scenario)
+        path = folder / f"{kind}.json"
         info = KINDS[kind]
+        reasons = sorted(
+            {
+                r.reason[:240]
+                for _, failures in done
+                for k, _, r in failures
+                if k == kind == "runtime-error"
+            }
+        )
         findings.append(
             {
                 "kind": kind,
@@ -279,6 +298,8 @@ def record(
                 "target": plan.target,
                 "contract": plan.contract,
                 "scenario_file": str(path.relative_to(out.parent)),
+                "reproduced": result.scenario_file != "not reproduced",
+                "errors": reasons,
                 "property": result.property,
                 "difference": result.difference or result.reason,
                 "tool_calls": {"expected": result.expected_tool_calls, "actual": result.tool_calls},
@@ -300,6 +321,10 @@ def record(
         "runs": [summary for summary, _ in done],
         "findings": findings,
     }
+    # The scenario files of an earlier record go with it: only this record's stay.
+    shutil.rmtree(folder, ignore_errors=True)
+    for scenario in smallest:
+        scenario.write(folder / f"{scenario.name}.json")
     out.write_text(json.dumps(doc, indent=2) + "\n")
     return doc
 

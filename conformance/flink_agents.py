@@ -318,10 +318,12 @@ def command(target: str, *, progress: bool = True) -> list[str]:
     ]
 
 
-def implementation(target: str) -> Any:
+def implementation(
+    target: str, timeout: float | None = None, log_folder: Path | None = None
+) -> Any:
     """The process implementation of ``target`` (``flink-agents:kafka``, ...)."""
     import shlex
 
-    from .process import ProcessImplementation
+    from .process import TIMEOUT, ProcessImplementation
 
-    return ProcessImplementation(shlex.join(command(target)))
+    return ProcessImplementation(shlex.join(command(target)), timeout or TIMEOUT, log_folder)

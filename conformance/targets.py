@@ -81,7 +81,7 @@ def resolve(
         from . import flink_agents
 
         try:
-            impl: Implementation = flink_agents.implementation(target)
+            impl: Implementation = flink_agents.implementation(target, timeout, log_folder)
         except CommandError:
             raise
         except Exception as exc:

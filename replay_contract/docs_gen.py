@@ -716,6 +716,14 @@ def _finding(f: dict[str, Any]) -> str:
     calls = f["tool_calls"]
     repeated = f["repeated_tool_calls"]
     broken = f" It breaks `{f['property']}`." if f["property"] else ""
+    seen = ""
+    if not f.get("reproduced", True):
+        seen = (
+            "**Intermittent:** its scenario did not fail this way when it ran again; "
+            "what the run that found it saw is shown. "
+        )
+    if f.get("errors"):
+        seen += "The runtime's errors: " + "; ".join(f"`{e}`" for e in f["errors"]) + "."
     return "\n".join(
         [
             f"### {f['title']}",
@@ -727,6 +735,8 @@ def _finding(f: dict[str, Any]) -> str:
             f"{repeated['actual']} of them repeated (the model: {repeated['expected']}).",
             "",
             f"First difference: {f['difference']}",
+            "",
+            seen,
             "",
             "```console",
             f"$ {replay}",
