@@ -418,15 +418,42 @@ def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> s
             [
                 f"`{v.contract}`",
                 f"**{v.verdict}**",
+                proof_scope(v),
                 f"`{v.bound}`" if v.bound else "",
                 f"{v.seconds:g} s" if isinstance(v.seconds, int | float) else "",
             ]
         )
         if v.verdict == "counterexample" and v.contract in CONTRACTS:
             examples.append(_counterexample(root, name, v))
-    text = "Verdicts of `replay-contract verify` at the bound of the manifest:\n\n"
-    text += md_table(["contract", "verdict", "bound", "time"], rows)
+    text = (
+        "Verdicts of `replay-contract verify`, recorded in the manifest. *Holds for* says "
+        "whether a proof covers only the runs of the bound or every bound (a parametric "
+        "step, see [Parametric induction](parametric.md)); the *time budget* is the most "
+        "the manifest's check allows the verdict to take, not a measured time.\n\n"
+    )
+    text += md_table(["contract", "verdict", "holds for", "bound", "time budget"], rows)
     return text + "".join("\n" + e for e in examples)
+
+
+def proof_scope(v: Verdict) -> str:
+    """What a manifest verdict covers: a counterexample is one run; a proof holds at its
+    bound, or for every bound when ``verify``'s parametric steps prove the property for
+    that contract (for ``ordered``'s ``complete-reuse``: every bound of at most
+    ``give_up_after`` inputs)."""
+    if v.verdict != "proved":
+        return "one run" if v.verdict == "counterexample" else ""
+    if v.contract not in CONTRACTS or not v.bound:
+        return "the bound"
+    from replay_contract.spec import bound as bounds
+    from replay_contract.spec.parametric_engine import plan
+
+    contract = CONTRACTS[v.contract]
+    at = bounds.parse(v.bound)
+    if not any(v.property == p for pairs in plan(contract, at, [v.property]).values() for _, p in pairs):
+        return "the bound"
+    if v.property == "complete-reuse" and contract.wait:
+        return f"every bound up to {contract.give_up_after} inputs"
+    return "every bound"
 
 
 def _counterexample(root: Path, name: str, v: Verdict) -> str:
@@ -491,7 +518,14 @@ def gen_verdict_matrix(root: Path) -> str:
         for c in CONTRACTS:
             if manifest is not None:
                 v = next((v for v in manifest if v.contract == c and v.property == prop), None)
-                cells.append(v.verdict if v else "")
+                scope = proof_scope(v) if v is not None else ""
+                if v is None:
+                    cells.append("")
+                elif v.verdict == "proved":
+                    where = "at the bound" if scope == "the bound" else f"for {scope}"
+                    cells.append(f"proved {where}")
+                else:
+                    cells.append(v.verdict)
             else:
                 broken = any(
                     not properties.check(prop, simulate(s, CONTRACTS[c]).trace).holds
@@ -506,7 +540,12 @@ def gen_verdict_matrix(root: Path) -> str:
             "proofs of `verify` are not published yet): *broken* means some built-in "
             "scenario breaks the property, *holds* only that none does.\n\n" + table
         )
-    return "Verdicts of `replay-contract verify` at the bounds of the manifest.\n\n" + table
+    return (
+        "Verdicts of `replay-contract verify`, recorded in the manifest with their bound. "
+        "A proof *at the bound* covers every run within the bound; a proof *for every "
+        "bound* is a parametric step ([Parametric induction](parametric.md)) and covers "
+        "runs of any size.\n\n" + table
+    )
 
 
 # -- the command line -------------------------------------------------------------------
@@ -638,6 +677,54 @@ def gen_file(root: Path, path: str) -> str:
     return f"```{lang}\n{source.read_text().rstrip()}\n```\n"
 
 
+# -- the model's code, pulled by dotted name --------------------------------------------
+
+
+def _resolve(name: str) -> Any:
+    """The object a dotted name denotes: the longest importable module prefix, then
+    attributes (a class's method, a module's function)."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            try:
+                obj = inspect.getattr_static(obj, attr)
+            except AttributeError:
+                raise GenerationError(
+                    f"{name!r}: {'.'.join(parts[:cut])} has no {attr!r} (renamed or moved?)"
+                ) from None
+            obj = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj
+        return obj
+    raise GenerationError(f"{name!r}: no module of that name")
+
+
+def gen_source(root: Path, name: str, unfold: str = "no") -> str:
+    """The source of a function, method or class of the package, by dotted name (for
+    example ``replay_contract.model.operator.end``), in a folded block titled with the
+    file and lines it sits at (``unfold=yes`` unfolds it). A name that no longer exists
+    fails the build, so a page cannot keep a stale copy of the code."""
+    if unfold not in ("yes", "no"):
+        raise GenerationError(f"unfold={unfold!r}: expected yes or no")
+    obj = _resolve(name)
+    try:
+        source, first = inspect.getsourcelines(obj)
+        path = Path(inspect.getsourcefile(obj) or "").resolve()
+    except (TypeError, OSError):
+        raise GenerationError(f"{name!r} is not a function, method or class") from None
+    top = Path(__import__("replay_contract").__file__).resolve().parent.parent
+    where = path.relative_to(top).as_posix() if path.is_relative_to(top) else path.name
+    short = name.removeprefix("replay_contract.")
+    title = f"`{short}` ({where}, lines {first}-{first + len(source) - 1})"
+    body = textwrap.indent(textwrap.dedent("".join(source)).rstrip(), "    ")
+    fold = "???+" if unfold == "yes" else "???"
+    return f'{fold} quote "{title}"\n\n    ```python\n{body}\n    ```\n'
+
+
 # -- the real Flink Agents runtime ------------------------------------------------------
 
 
@@ -752,5 +839,6 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "trace-events": gen_trace_events,
     "scenario-json": gen_scenario_json,
     "file": gen_file,
+    "source": gen_source,
     "flink-agents-report": gen_flink_agents_report,
 }
