@@ -167,10 +167,11 @@ def gen_contract_rules(root: Path) -> str:
 
 
 def gen_contract_variants(root: Path) -> str:
-    """Every named contract variant with the value of each of its rules."""
+    """Every named contract variant with the value of each of its rules: one row per
+    rule, one column per variant (the narrow way round: there are more rules)."""
     rules = [f.name for f in fields(Contract) if f.name not in ("name", "description")]
-    rows = [[f"`{c.name}`", *(_code(getattr(c, r)) for r in rules)] for c in CONTRACTS.values()]
-    table = md_table(["contract", *(f"`{r}`" for r in rules)], rows)
+    rows = [[f"`{r}`", *(_code(getattr(c, r)) for c in CONTRACTS.values())] for r in rules]
+    table = md_table(["rule", *(f"`{c}`" for c in CONTRACTS)], rows)
     notes = "\n".join(f"- `{c.name}`: {c.description}" for c in CONTRACTS.values())
     return table + "\n" + notes + "\n"
 
