@@ -726,6 +726,116 @@ def gen_source(root: Path, name: str, unfold: str = "no") -> str:
     return f'{fold} quote "{title}"\n\n    ```python\n{body}\n    ```\n'
 
 
+# -- the Python API ---------------------------------------------------------------------
+
+
+def _signature(name: str, obj: Any, returns: bool = True) -> str:
+    """``name(a: T, b: U = 1) -> R`` with the annotations as written in the source."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return f"{name}(...)"
+
+    def text(annotation: Any) -> str:
+        return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+    params: list[str] = []
+    starred = False
+    for p in sig.parameters.values():
+        if p.name == "self":
+            continue
+        if p.kind is p.KEYWORD_ONLY and not starred:
+            params.append("*")
+        starred = starred or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+        item = "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else ""
+        item += p.name
+        if p.annotation is not p.empty:
+            item += f": {text(p.annotation)}"
+        if p.default is not p.empty:
+            item += f" = {p.default!r}"
+        params.append(item)
+    tail = ""
+    if returns and sig.return_annotation is not sig.empty:
+        tail = f" -> {text(sig.return_annotation)}"
+    return f"{name}({', '.join(params)}){tail}"
+
+
+def _defined_in(module: Any, obj: Any) -> bool:
+    return getattr(obj, "__module__", None) == module.__name__ and (
+        inspect.isclass(obj) or inspect.isfunction(obj)
+    )
+
+
+def _line(obj: Any) -> int:
+    try:
+        return inspect.getsourcelines(obj)[1]
+    except (TypeError, OSError):
+        return 0
+
+
+def _class_members(cls: type) -> list[str]:
+    out = []
+    if hasattr(cls, "__attrs_attrs__"):
+        names = ", ".join(f"`{f.name}`" for f in fields(cls) if not f.name.startswith("_"))
+        if names:
+            out.append(f"Fields: {names}.\n")
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(member, property):
+            head, doc = f"`{name}` (property)", member.__doc__
+        elif isinstance(member, staticmethod | classmethod):
+            head, doc = f"`{_signature(name, member.__func__)}`", member.__func__.__doc__
+        elif inspect.isfunction(member):
+            head, doc = f"`{_signature(name, member)}`", member.__doc__
+        else:
+            continue
+        body = docstring_markdown(doc).strip()
+        out.append(f"{head}\n:   " + textwrap.indent(body or "(no description)", "    ").lstrip())
+    return out
+
+
+def gen_api(root: Path, module: str, members: str = "") -> str:
+    """A module of the package as a reference section: its docstring under a heading of
+    its own, then each public class and function defined in it (or only ``members``,
+    comma-separated), in source order, with its signature and docstring. Headings carry
+    the dotted name as their anchor (``#replay_contract.model.run.simulate``)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        raise GenerationError(f"no module {module!r}") from None
+    if members:
+        chosen = [m.strip() for m in members.split(",") if m.strip()]
+        missing = [m for m in chosen if not hasattr(mod, m)]
+        if missing:
+            raise GenerationError(f"{module} has no {missing[0]!r} (renamed or moved?)")
+        objs = [(m, getattr(mod, m)) for m in chosen]
+    else:
+        objs = sorted(
+            (
+                (n, o)
+                for n, o in vars(mod).items()
+                if not n.startswith("_") and _defined_in(mod, o)
+            ),
+            key=lambda pair: _line(pair[1]),
+        )
+    out = [f"### `{module}` {{#{module}}}\n", docstring_markdown(mod.__doc__)]
+    for name, obj in objs:
+        anchor = f"{module}.{name}"
+        if inspect.isclass(obj):
+            out.append(f"#### class `{name}` {{#{anchor}}}\n")
+            out.append(f"```python\nclass {_signature(name, obj, returns=False)}\n```\n")
+            out.append(docstring_markdown(inspect.getdoc(obj) if obj.__doc__ else ""))
+            out.extend(_class_members(obj))
+        else:
+            out.append(f"#### `{name}` {{#{anchor}}}\n")
+            out.append(f"```python\n{_signature(name, obj)}\n```\n")
+            out.append(docstring_markdown(obj.__doc__))
+    return "\n".join(part.rstrip() + "\n" for part in out if part.strip())
+
+
 # -- the real Flink Agents runtime ------------------------------------------------------
 
 
@@ -841,5 +951,6 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "scenario-json": gen_scenario_json,
     "file": gen_file,
     "source": gen_source,
+    "api": gen_api,
     "flink-agents-report": gen_flink_agents_report,
 }
