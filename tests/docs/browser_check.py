@@ -253,58 +253,83 @@ def _probe_copy(site: Path, folder: Path) -> None:
 _CUT = re.compile(r'<pre id="rc-cut">(.*?)</pre>', re.S)
 
 
-def cut_off(browser: str, site: Path, widths: tuple[int, ...] = WIDTHS) -> list[str]:
-    """Every code block, table or diagram that does not fit the content column, and
-    every code span of a table that may break mid-word, on every page, at each
-    window width."""
-    import html as html_text
-    import json
-
-    problems = []
-    with tempfile.TemporaryDirectory(prefix="site-probe-") as tmp:
-        probe = Path(tmp)
-        _probe_copy(site, probe)
-        with serve(probe) as base:
-            for page in sorted(site.rglob("*.html")):
-                rel = page.relative_to(site).as_posix()
-                if rel == "404.html":
-                    continue
-                url = rel.removesuffix("index.html")
-                for width in widths:
-                    dom = _browse(browser, base + url, "--dump-dom", f"--window-size={width},1200")
-                    found = _CUT.search(dom)
-                    if found is None:
-                        problems.append(f"{url or 'index'} at {width} px: the page did not lay out")
-                        continue
-                    for item in json.loads(html_text.unescape(found.group(1))):
-                        problems.append(f"{url or 'index'} at {width} px: {item}")
-    return problems
-
-
 #: A diagram Mermaid rendered: a sequence diagram or a flowchart (a job graph).
 _SVG = re.compile(
     r'<div class="mermaid"[^>]*>\s*<svg[^>]*aria-roledescription="(?:sequence|flowchart-v2)"'
 )
 
 
-def diagram_problems(browser: str, site: Path) -> list[str]:
-    """Pages whose Mermaid diagrams did not all render into an SVG (a sequence diagram or a
-    flowchart)."""
-    problems = []
+def probe_pages(
+    browser: str, site: Path, widths: tuple[int, ...] = WIDTHS, only: tuple[str, ...] = ()
+) -> dict[tuple[str, int], str]:
+    """The DOM of every page (or of the site-relative URLs in ``only``) at each window
+    width, laid out in chromium from a probe copy of the site (:func:`_probe_copy`):
+    diagrams rendered into the light DOM, and what is cut off listed in ``#rc-cut``.
+    One load per page and width serves both checks."""
+    doms = {}
     with tempfile.TemporaryDirectory(prefix="site-probe-") as tmp:
         probe = Path(tmp)
         _probe_copy(site, probe)
         with serve(probe) as base:
-            for rel, expected in pages_with_diagrams(site).items():
-                dom = dump_dom(browser, base + rel)
-                rendered = len(_SVG.findall(dom))
-                left = dom.count('<pre class="mermaid"')
-                if rendered != expected or left:
-                    problems.append(
-                        f"{rel or 'index'}: {rendered} of {expected} Mermaid diagrams rendered "
-                        f"to SVG, {left} left unrendered"
+            for page in sorted(site.rglob("*.html")):
+                rel = page.relative_to(site).as_posix()
+                url = rel.removesuffix("index.html")
+                if rel == "404.html" or (only and url not in only):
+                    continue
+                for width in widths:
+                    doms[url, width] = _browse(
+                        browser, base + url, "--dump-dom", f"--window-size={width},1200"
                     )
+    return doms
+
+
+def _diagrams(site: Path, doms: dict[tuple[str, int], str]) -> list[str]:
+    problems = []
+    width = min(w for _, w in doms) if doms else 0
+    for rel, expected in pages_with_diagrams(site).items():
+        dom = doms.get((rel, width))
+        if dom is None:
+            continue
+        rendered = len(_SVG.findall(dom))
+        left = dom.count('<pre class="mermaid"')
+        if rendered != expected or left:
+            problems.append(
+                f"{rel or 'index'}: {rendered} of {expected} Mermaid diagrams rendered "
+                f"to SVG, {left} left unrendered"
+            )
     return problems
+
+
+def _cut(doms: dict[tuple[str, int], str]) -> list[str]:
+    import html as html_text
+    import json
+
+    problems = []
+    for (url, width), dom in doms.items():
+        found = _CUT.search(dom)
+        if found is None:
+            problems.append(f"{url or 'index'} at {width} px: the page did not lay out")
+            continue
+        for item in json.loads(html_text.unescape(found.group(1))):
+            problems.append(f"{url or 'index'} at {width} px: {item}")
+    return problems
+
+
+def diagram_problems(browser: str, site: Path, only: tuple[str, ...] = ()) -> list[str]:
+    """Pages whose Mermaid diagrams did not all render into an SVG (a sequence diagram
+    or a flowchart)."""
+    pages = tuple(pages_with_diagrams(site))
+    wanted = tuple(p for p in pages if not only or p in only)
+    return _diagrams(site, probe_pages(browser, site, (WIDTHS[-1],), wanted))
+
+
+def cut_off(
+    browser: str, site: Path, widths: tuple[int, ...] = WIDTHS, only: tuple[str, ...] = ()
+) -> list[str]:
+    """Every code block, table or diagram that does not fit the content column, and
+    every code span of a table that may break mid-word, on every page (or the pages of
+    ``only``, site-relative URLs such as ``contract/``), at each window width."""
+    return _cut(probe_pages(browser, site, widths, only))
 
 
 def check(site: Path, shots: Path | None) -> list[str]:
@@ -314,8 +339,9 @@ def check(site: Path, shots: Path | None) -> list[str]:
     problems = broken_links(site)
     if not pages_with_diagrams(site):
         problems.append("no page has a Mermaid diagram")
-    problems += diagram_problems(browser, site)
-    problems += cut_off(browser, site)
+    doms = probe_pages(browser, site)
+    problems += _diagrams(site, doms)
+    problems += _cut(doms)
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
         with serve(site) as base:
