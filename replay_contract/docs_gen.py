@@ -450,7 +450,9 @@ def proof_scope(v: Verdict) -> str:
 
     contract = CONTRACTS[v.contract]
     at = bounds.parse(v.bound)
-    if not any(v.property == p for pairs in plan(contract, at, [v.property]).values() for _, p in pairs):
+    if not any(
+        v.property == p for pairs in plan(contract, at, [v.property]).values() for _, p in pairs
+    ):
         return "the bound"
     if v.property == "complete-reuse" and contract.wait:
         return f"every bound up to {contract.give_up_after} inputs"
@@ -717,7 +719,7 @@ def gen_source(root: Path, name: str, unfold: str = "no") -> str:
         path = Path(inspect.getsourcefile(obj) or "").resolve()
     except (TypeError, OSError):
         raise GenerationError(f"{name!r} is not a function, method or class") from None
-    top = Path(__import__("replay_contract").__file__).resolve().parent.parent
+    top = root.resolve()
     where = path.relative_to(top).as_posix() if path.is_relative_to(top) else path.name
     short = name.removeprefix("replay_contract.")
     title = f"`{short}` ({where}, lines {first}-{first + len(source) - 1})"
@@ -814,11 +816,7 @@ def gen_api(root: Path, module: str, members: str = "") -> str:
         objs = [(m, getattr(mod, m)) for m in chosen]
     else:
         objs = sorted(
-            (
-                (n, o)
-                for n, o in vars(mod).items()
-                if not n.startswith("_") and _defined_in(mod, o)
-            ),
+            ((n, o) for n, o in vars(mod).items() if not n.startswith("_") and _defined_in(mod, o)),
             key=lambda pair: _line(pair[1]),
         )
     out = [f"### `{module}` {{#{module}}}\n", docstring_markdown(mod.__doc__)]

@@ -366,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"browser check: {problem}", file=sys.stderr)
     if not problems:
-        print("browser check: links resolve, diagrams render, nothing is cut off, screenshots taken")
+        print(
+            "browser check: links resolve, diagrams render, nothing is cut off, screenshots taken"
+        )
     return 1 if problems else 0
 
 
