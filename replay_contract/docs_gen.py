@@ -167,10 +167,11 @@ def gen_contract_rules(root: Path) -> str:
 
 
 def gen_contract_variants(root: Path) -> str:
-    """Every named contract variant with the value of each of its rules."""
+    """Every named contract variant with the value of each of its rules: one row per
+    rule, one column per variant (the narrow way round: there are more rules)."""
     rules = [f.name for f in fields(Contract) if f.name not in ("name", "description")]
-    rows = [[f"`{c.name}`", *(_code(getattr(c, r)) for r in rules)] for c in CONTRACTS.values()]
-    table = md_table(["contract", *(f"`{r}`" for r in rules)], rows)
+    rows = [[f"`{r}`", *(_code(getattr(c, r)) for c in CONTRACTS.values())] for r in rules]
+    table = md_table(["rule", *(f"`{c}`" for c in CONTRACTS)], rows)
     notes = "\n".join(f"- `{c.name}`: {c.description}" for c in CONTRACTS.values())
     return table + "\n" + notes + "\n"
 
@@ -418,15 +419,44 @@ def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> s
             [
                 f"`{v.contract}`",
                 f"**{v.verdict}**",
+                proof_scope(v),
                 f"`{v.bound}`" if v.bound else "",
                 f"{v.seconds:g} s" if isinstance(v.seconds, int | float) else "",
             ]
         )
         if v.verdict == "counterexample" and v.contract in CONTRACTS:
             examples.append(_counterexample(root, name, v))
-    text = "Verdicts of `replay-contract verify` at the bound of the manifest:\n\n"
-    text += md_table(["contract", "verdict", "bound", "time"], rows)
+    text = (
+        "Verdicts of `replay-contract verify`, recorded in the manifest. *Holds for* says "
+        "whether a proof covers only the runs of the bound or every bound (a parametric "
+        "step, see [Parametric induction](parametric.md)); the *time budget* is the most "
+        "the manifest's check allows the verdict to take, not a measured time.\n\n"
+    )
+    text += md_table(["contract", "verdict", "holds for", "bound", "time budget"], rows)
     return text + "".join("\n" + e for e in examples)
+
+
+def proof_scope(v: Verdict) -> str:
+    """What a manifest verdict covers: a counterexample is one run; a proof holds at its
+    bound, or for every bound when ``verify``'s parametric steps prove the property for
+    that contract (for ``ordered``'s ``complete-reuse``: every bound of at most
+    ``give_up_after`` inputs)."""
+    if v.verdict != "proved":
+        return "one run" if v.verdict == "counterexample" else ""
+    if v.contract not in CONTRACTS or not v.bound:
+        return "the bound"
+    from replay_contract.spec import bound as bounds
+    from replay_contract.spec.parametric_engine import plan
+
+    contract = CONTRACTS[v.contract]
+    at = bounds.parse(v.bound)
+    if not any(
+        v.property == p for pairs in plan(contract, at, [v.property]).values() for _, p in pairs
+    ):
+        return "the bound"
+    if v.property == "complete-reuse" and contract.wait:
+        return f"every bound up to {contract.give_up_after} inputs"
+    return "every bound"
 
 
 def _counterexample(root: Path, name: str, v: Verdict) -> str:
@@ -491,7 +521,14 @@ def gen_verdict_matrix(root: Path) -> str:
         for c in CONTRACTS:
             if manifest is not None:
                 v = next((v for v in manifest if v.contract == c and v.property == prop), None)
-                cells.append(v.verdict if v else "")
+                scope = proof_scope(v) if v is not None else ""
+                if v is None:
+                    cells.append("")
+                elif v.verdict == "proved":
+                    where = "at the bound" if scope == "the bound" else f"for {scope}"
+                    cells.append(f"proved {where}")
+                else:
+                    cells.append(v.verdict)
             else:
                 broken = any(
                     not properties.check(prop, simulate(s, CONTRACTS[c]).trace).holds
@@ -506,7 +543,12 @@ def gen_verdict_matrix(root: Path) -> str:
             "proofs of `verify` are not published yet): *broken* means some built-in "
             "scenario breaks the property, *holds* only that none does.\n\n" + table
         )
-    return "Verdicts of `replay-contract verify` at the bounds of the manifest.\n\n" + table
+    return (
+        "Verdicts of `replay-contract verify`, recorded in the manifest with their bound. "
+        "A proof *at the bound* covers every run within the bound; a proof *for every "
+        "bound* is a parametric step ([Parametric induction](parametric.md)) and covers "
+        "runs of any size.\n\n" + table
+    )
 
 
 # -- the command line -------------------------------------------------------------------
@@ -645,6 +687,160 @@ def gen_file(root: Path, path: str) -> str:
     return f"```{lang}\n{source.read_text().rstrip()}\n```\n"
 
 
+# -- the model's code, pulled by dotted name --------------------------------------------
+
+
+def _resolve(name: str) -> Any:
+    """The object a dotted name denotes: the longest importable module prefix, then
+    attributes (a class's method, a module's function)."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            try:
+                obj = inspect.getattr_static(obj, attr)
+            except AttributeError:
+                raise GenerationError(
+                    f"{name!r}: {'.'.join(parts[:cut])} has no {attr!r} (renamed or moved?)"
+                ) from None
+            obj = getattr(obj, "fget", None) or getattr(obj, "__func__", None) or obj
+        return obj
+    raise GenerationError(f"{name!r}: no module of that name")
+
+
+def gen_source(root: Path, name: str, unfold: str = "no") -> str:
+    """The source of a function, method or class of the package, by dotted name (for
+    example ``replay_contract.model.operator.end``), in a folded block titled with the
+    file and lines it sits at (``unfold=yes`` unfolds it). A name that no longer exists
+    fails the build, so a page cannot keep a stale copy of the code."""
+    if unfold not in ("yes", "no"):
+        raise GenerationError(f"unfold={unfold!r}: expected yes or no")
+    obj = _resolve(name)
+    try:
+        source, first = inspect.getsourcelines(obj)
+        path = Path(inspect.getsourcefile(obj) or "").resolve()
+    except (TypeError, OSError):
+        raise GenerationError(f"{name!r} is not a function, method or class") from None
+    top = root.resolve()
+    where = path.relative_to(top).as_posix() if path.is_relative_to(top) else path.name
+    short = name.removeprefix("replay_contract.")
+    title = f"`{short}` ({where}, lines {first}-{first + len(source) - 1})"
+    body = textwrap.indent(textwrap.dedent("".join(source)).rstrip(), "    ")
+    fold = "???+" if unfold == "yes" else "???"
+    return f'{fold} quote "{title}"\n\n    ```python\n{body}\n    ```\n'
+
+
+# -- the Python API ---------------------------------------------------------------------
+
+
+def _signature(name: str, obj: Any, returns: bool = True) -> str:
+    """``name(a: T, b: U = 1) -> R`` with the annotations as written in the source."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return f"{name}(...)"
+
+    def text(annotation: Any) -> str:
+        return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+    params: list[str] = []
+    starred = False
+    for p in sig.parameters.values():
+        if p.name == "self":
+            continue
+        if p.kind is p.KEYWORD_ONLY and not starred:
+            params.append("*")
+        starred = starred or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+        item = "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else ""
+        item += p.name
+        if p.annotation is not p.empty:
+            item += f": {text(p.annotation)}"
+        if p.default is not p.empty:
+            item += f" = {p.default!r}"
+        params.append(item)
+    tail = ""
+    if returns and sig.return_annotation is not sig.empty:
+        tail = f" -> {text(sig.return_annotation)}"
+    return f"{name}({', '.join(params)}){tail}"
+
+
+def _defined_in(module: Any, obj: Any) -> bool:
+    return getattr(obj, "__module__", None) == module.__name__ and (
+        inspect.isclass(obj) or inspect.isfunction(obj)
+    )
+
+
+def _line(obj: Any) -> int:
+    try:
+        return inspect.getsourcelines(obj)[1]
+    except (TypeError, OSError):
+        return 0
+
+
+def _class_members(cls: type) -> list[str]:
+    out = []
+    if hasattr(cls, "__attrs_attrs__"):
+        names = ", ".join(f"`{f.name}`" for f in fields(cls) if not f.name.startswith("_"))
+        if names:
+            out.append(f"Fields: {names}.\n")
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(member, property):
+            head, doc = f"`{name}` (property)", member.__doc__
+        elif isinstance(member, staticmethod | classmethod):
+            head, doc = f"`{_signature(name, member.__func__)}`", member.__func__.__doc__
+        elif inspect.isfunction(member):
+            head, doc = f"`{_signature(name, member)}`", member.__doc__
+        else:
+            continue
+        body = docstring_markdown(doc).strip()
+        out.append(f"{head}\n:   " + textwrap.indent(body or "(no description)", "    ").lstrip())
+    return out
+
+
+def gen_api(root: Path, module: str, members: str = "") -> str:
+    """A module of the package as a reference section: its docstring under a heading of
+    its own, then each public class and function defined in it (or only ``members``,
+    comma-separated), in source order, with its signature and docstring. Headings carry
+    the dotted name as their anchor (``#replay_contract.model.run.simulate``)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        raise GenerationError(f"no module {module!r}") from None
+    if members:
+        chosen = [m.strip() for m in members.split(",") if m.strip()]
+        missing = [m for m in chosen if not hasattr(mod, m)]
+        if missing:
+            raise GenerationError(f"{module} has no {missing[0]!r} (renamed or moved?)")
+        objs = [(m, getattr(mod, m)) for m in chosen]
+    else:
+        objs = sorted(
+            ((n, o) for n, o in vars(mod).items() if not n.startswith("_") and _defined_in(mod, o)),
+            key=lambda pair: _line(pair[1]),
+        )
+    out = [f"### `{module}` {{#{module}}}\n", docstring_markdown(mod.__doc__)]
+    for name, obj in objs:
+        anchor = f"{module}.{name}"
+        if inspect.isclass(obj):
+            out.append(f"#### class `{name}` {{#{anchor}}}\n")
+            out.append(f"```python\nclass {_signature(name, obj, returns=False)}\n```\n")
+            out.append(docstring_markdown(inspect.getdoc(obj) if obj.__doc__ else ""))
+            out.extend(_class_members(obj))
+        else:
+            out.append(f"#### `{name}` {{#{anchor}}}\n")
+            out.append(f"```python\n{_signature(name, obj)}\n```\n")
+            out.append(docstring_markdown(obj.__doc__))
+    return "\n".join(part.rstrip() + "\n" for part in out if part.strip())
+
+
 # -- the real Flink Agents runtime ------------------------------------------------------
 
 
@@ -770,5 +966,7 @@ GENERATORS: dict[str, Callable[..., str]] = {
     "trace-events": gen_trace_events,
     "scenario-json": gen_scenario_json,
     "file": gen_file,
+    "source": gen_source,
+    "api": gen_api,
     "flink-agents-report": gen_flink_agents_report,
 }

@@ -10,8 +10,12 @@ It serves SITE_DIR on 127.0.0.1 and checks that:
   diagram into a closed shadow root, which ``--dump-dom`` cannot show; the check
   therefore loads a copy of each page in which ``attachShadow`` returns the element
   itself, so the SVG that Mermaid produced lands in the dumped DOM;
-- the contract page and the properties page render: it takes screenshots of them
-  (and of the contract page's first diagram) into the ``--shots`` folder.
+- no command output, code block, table or diagram is cut off (wider than the content
+  column, behind a scroll bar) at 1920 and 1280 px, and no code span of a table cell
+  may break inside a word (:func:`cut_off`);
+- the contract, properties, topologies and overview pages render: it takes
+  screenshots of them (and of the contract page's first diagram) into the ``--shots``
+  folder.
 
 Exit status 0 when everything holds, 1 with one line per problem otherwise, 2 when
 chromium is not installed.
@@ -45,9 +49,56 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
 )
 #: Pages whose screenshots the check takes, with the window height for each.
-SCREENSHOTS = {"contract": ("contract/", 2400), "properties": ("properties/", 2400)}
+SCREENSHOTS = {
+    "contract": ("contract/", 2400),
+    "properties": ("properties/", 2400),
+    "topologies": ("topologies/", 4800),
+    "index": ("", 2400),
+}
 #: Replaces the closed shadow root that mkdocs-material renders a diagram into.
 PROBE = "<script>Element.prototype.attachShadow = function () { return this; };</script>"
+#: Window widths at which no command output or table may be cut off.
+WIDTHS = (1920, 1280)
+#: Once the page is laid out, lists every code block, table or diagram of the content
+#: that is wider than the box it sits in (it would need a scroll bar, or is clipped),
+#: and every code span in a table cell that the browser may break inside a word, as
+#: JSON in an element ``#rc-cut`` that ``--dump-dom`` shows.
+CUT_PROBE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const cut = [];
+  const what = (el) => el.tagName.toLowerCase() + " \\"" +
+    (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 60) + "\\"";
+  // The scroll wrappers of tables reach a little past the text on purpose; the column
+  // they may not leave is the content area itself.
+  const content = document.querySelector(".md-content");
+  const right = content ? content.getBoundingClientRect().right : innerWidth;
+  for (const el of document.querySelectorAll(
+      ".md-content pre > code, .md-content table, .md-content .md-typeset__scrollwrap," +
+      " .md-content .md-typeset__table, .md-content div.mermaid")) {
+    if (el.scrollWidth > el.clientWidth + 1) {
+      cut.push(what(el) + " needs " + el.scrollWidth + " px, has " + el.clientWidth);
+    } else if (el.getBoundingClientRect().right > right + 1) {
+      cut.push(what(el) + " sticks out of the content column");
+    }
+  }
+  let breaking = 0, example = "";
+  for (const el of document.querySelectorAll(".md-content td code, .md-content th code")) {
+    const style = getComputedStyle(el);
+    if (style.wordBreak === "break-all" || style.wordBreak === "break-word" ||
+        style.overflowWrap === "anywhere" || style.overflowWrap === "break-word") {
+      breaking += 1;
+      example = example || what(el) + " (" + style.wordBreak + ", " + style.overflowWrap + ")";
+    }
+  }
+  if (breaking) {
+    cut.push(breaking + " code spans in table cells may break mid-word, such as " + example);
+  }
+  const out = document.createElement("pre");
+  out.id = "rc-cut";
+  out.textContent = JSON.stringify(cut);
+  document.body.appendChild(out);
+}, 200));
+</script>"""
 
 
 def chromium() -> str | None:
@@ -190,33 +241,95 @@ def screenshot(browser: str, url: str, out: Path, height: int) -> Path:
 
 
 def _probe_copy(site: Path, folder: Path) -> None:
-    """A copy of the site in which diagrams render into the light DOM."""
+    """A copy of the site in which diagrams render into the light DOM, and each page
+    reports what of its content is cut off (:data:`CUT_PROBE`)."""
     shutil.copytree(site, folder, dirs_exist_ok=True)
     for page in folder.rglob("*.html"):
         text = page.read_text()
-        page.write_text(text.replace("<head>", "<head>" + PROBE, 1))
+        text = text.replace("<head>", "<head>" + PROBE, 1)
+        page.write_text(text.replace("</body>", CUT_PROBE + "</body>", 1))
 
 
-_SVG = re.compile(r'<div class="mermaid"[^>]*>\s*<svg[^>]*aria-roledescription="sequence"')
+_CUT = re.compile(r'<pre id="rc-cut">(.*?)</pre>', re.S)
 
 
-def diagram_problems(browser: str, site: Path) -> list[str]:
-    """Pages whose Mermaid diagrams did not all render into a sequence-diagram SVG."""
-    problems = []
+#: A diagram Mermaid rendered: a sequence diagram or a flowchart (a job graph).
+_SVG = re.compile(
+    r'<div class="mermaid"[^>]*>\s*<svg[^>]*aria-roledescription="(?:sequence|flowchart-v2)"'
+)
+
+
+def probe_pages(
+    browser: str, site: Path, widths: tuple[int, ...] = WIDTHS, only: tuple[str, ...] = ()
+) -> dict[tuple[str, int], str]:
+    """The DOM of every page (or of the site-relative URLs in ``only``) at each window
+    width, laid out in chromium from a probe copy of the site (:func:`_probe_copy`):
+    diagrams rendered into the light DOM, and what is cut off listed in ``#rc-cut``.
+    One load per page and width serves both checks."""
+    doms = {}
     with tempfile.TemporaryDirectory(prefix="site-probe-") as tmp:
         probe = Path(tmp)
         _probe_copy(site, probe)
         with serve(probe) as base:
-            for rel, expected in pages_with_diagrams(site).items():
-                dom = dump_dom(browser, base + rel)
-                rendered = len(_SVG.findall(dom))
-                left = dom.count('<pre class="mermaid"')
-                if rendered != expected or left:
-                    problems.append(
-                        f"{rel or 'index'}: {rendered} of {expected} Mermaid diagrams rendered "
-                        f"to SVG, {left} left unrendered"
+            for page in sorted(site.rglob("*.html")):
+                rel = page.relative_to(site).as_posix()
+                url = rel.removesuffix("index.html")
+                if rel == "404.html" or (only and url not in only):
+                    continue
+                for width in widths:
+                    doms[url, width] = _browse(
+                        browser, base + url, "--dump-dom", f"--window-size={width},1200"
                     )
+    return doms
+
+
+def _diagrams(site: Path, doms: dict[tuple[str, int], str]) -> list[str]:
+    problems = []
+    width = min(w for _, w in doms) if doms else 0
+    for rel, expected in pages_with_diagrams(site).items():
+        dom = doms.get((rel, width))
+        if dom is None:
+            continue
+        rendered = len(_SVG.findall(dom))
+        left = dom.count('<pre class="mermaid"')
+        if rendered != expected or left:
+            problems.append(
+                f"{rel or 'index'}: {rendered} of {expected} Mermaid diagrams rendered "
+                f"to SVG, {left} left unrendered"
+            )
     return problems
+
+
+def _cut(doms: dict[tuple[str, int], str]) -> list[str]:
+    import html as html_text
+    import json
+
+    problems = []
+    for (url, width), dom in doms.items():
+        found = _CUT.search(dom)
+        if found is None:
+            problems.append(f"{url or 'index'} at {width} px: the page did not lay out")
+            continue
+        for item in json.loads(html_text.unescape(found.group(1))):
+            problems.append(f"{url or 'index'} at {width} px: {item}")
+    return problems
+
+
+def diagram_problems(browser: str, site: Path, only: tuple[str, ...] = ()) -> list[str]:
+    """Pages whose Mermaid diagrams did not all render into an SVG (a sequence diagram
+    or a flowchart)."""
+    pages = tuple(pages_with_diagrams(site))
+    wanted = tuple(p for p in pages if not only or p in only)
+    return _diagrams(site, probe_pages(browser, site, (WIDTHS[-1],), wanted))
+
+
+def cut_off(
+    browser: str, site: Path, widths: tuple[int, ...] = WIDTHS, only: tuple[str, ...] = ()
+) -> list[str]:
+    """Every code block, table or diagram that does not fit the content column, and
+    every code span of a table that may break mid-word, on every page (or the pages of
+    ``only``, site-relative URLs such as ``contract/``), at each window width."""
+    return _cut(probe_pages(browser, site, widths, only))
 
 
 def check(site: Path, shots: Path | None) -> list[str]:
@@ -226,7 +339,9 @@ def check(site: Path, shots: Path | None) -> list[str]:
     problems = broken_links(site)
     if not pages_with_diagrams(site):
         problems.append("no page has a Mermaid diagram")
-    problems += diagram_problems(browser, site)
+    doms = probe_pages(browser, site)
+    problems += _diagrams(site, doms)
+    problems += _cut(doms)
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
         with serve(site) as base:
@@ -251,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"browser check: {problem}", file=sys.stderr)
     if not problems:
-        print("browser check: links resolve, diagrams render, screenshots taken")
+        print(
+            "browser check: links resolve, diagrams render, nothing is cut off, screenshots taken"
+        )
     return 1 if problems else 0
 
 

@@ -55,8 +55,37 @@ def test_link_check_finds_a_broken_link(built_site: Path, tmp_path: Path) -> Non
 def test_site_renders_in_chromium(built_site: Path) -> None:
     shots = ROOT / "out" / "docs-screenshots"
     assert bc.check(built_site, shots) == []
-    for name in ("contract", "properties"):
+    for name in ("contract", "properties", "topologies", "index"):
         assert (shots / f"{name}.png").stat().st_size > 20_000
+
+
+def test_every_job_graph_is_checked(built_site: Path) -> None:
+    pages = bc.pages_with_diagrams(built_site)
+    assert pages["topologies/"] == 5
+    assert pages[""] == 1  # the picture of the problem on the overview
+
+
+@needs_chromium
+def test_diagram_check_fails_on_a_broken_job_graph(built_site: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "site"
+    shutil.copytree(built_site, copy)
+    page = copy / "topologies/index.html"
+    page.write_text(page.read_text().replace("flowchart LR", "flowchart LR\n    a -->", 1))
+    problems = bc.diagram_problems(bc.chromium(), copy, only=("topologies/",))
+    assert len(problems) == 1
+    assert problems[0].startswith("topologies/: 4 of 5 Mermaid diagrams rendered to SVG")
+
+
+@needs_chromium
+def test_cut_off_check_fails_without_the_stylesheet(built_site: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "site"
+    shutil.copytree(built_site, copy)
+    (copy / "stylesheets/extra.css").write_text("/* removed */")
+    problems = bc.cut_off(bc.chromium(), copy, widths=(1920,), only=("", "contract/"))
+    # The overview's command output is wider than Material's column and scrolls ...
+    assert any(p.startswith("index at 1920 px: code") and "needs" in p for p in problems)
+    # ... and Material lets the code spans of a table break inside a word.
+    assert any(p.startswith("contract/ at 1920 px:") and "mid-word" in p for p in problems)
 
 
 @needs_chromium

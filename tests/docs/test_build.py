@@ -131,12 +131,19 @@ def test_properties_come_from_the_manifest_once_it_exists(tmp_path: Path) -> Non
              "bound": "inputs=6,channels=2,keys=2,crashes=2", "seconds": 4}]"""
     )
     text = gen_property(tmp_path, "complete-reuse")
-    assert "| `ordered` | **proved** | `inputs=6,channels=2,keys=2,crashes=2` | 4 s |" in text
+    assert (
+        "| `ordered` | **proved** | every bound up to 64 inputs "
+        "| `inputs=6,channels=2,keys=2,crashes=2` | 4 s |"
+    ) in text
+    assert "| `seqnum` | **counterexample** | one run |" in text
     assert "`cx/seqnum-complete-reuse.json`, replayed through the model" in text
     assert "| 23 | K | 0 | B | re-executed | 1 | complete-reuse |" in text
     assert "Until the proofs land" not in text
     matrix = gen_verdict_matrix(tmp_path)
-    assert "| [`complete-reuse`](#complete-reuse) | counterexample | proved |" in matrix
+    assert (
+        "| [`complete-reuse`](#complete-reuse) | counterexample "
+        "| proved for every bound up to 64 inputs |"
+    ) in matrix
 
 
 def test_without_a_manifest_the_catalogue_stands_in(tmp_path: Path) -> None:
@@ -145,3 +152,70 @@ def test_without_a_manifest_the_catalogue_stands_in(tmp_path: Path) -> None:
     text = gen_property(tmp_path, "complete-reuse")
     assert "Until the proofs land" in text
     assert "**broken** by `reversed-interleaving`" in text
+
+
+def test_source_is_pulled_by_dotted_name_and_a_rename_fails() -> None:
+    from replay_contract.docs_gen import gen_source
+    from replay_contract.model import operator
+
+    text = gen_source(ROOT, "replay_contract.model.operator.end")
+    first = operator.end.__code__.co_firstlineno
+    assert f"`model.operator.end` (model/operator.py, lines {first}-" in text
+    assert "    def end(world: World) -> World:" in text
+    with pytest.raises(GenerationError, match="has no 'no_such_rule'"):
+        expand_markers(
+            "<!-- gen: source name=replay_contract.model.operator.no_such_rule -->\n", ROOT, "p"
+        )
+
+
+def test_every_rule_of_the_contract_page_shows_model_code(built_site: Path) -> None:
+    source = (DOCS / "contract.md").read_text()
+    rules = re.findall(r"^### (R\d+)\. .*$", source, re.M)
+    assert rules == [f"R{i}" for i in range(1, 11)]
+    text = _text(built_site, "contract")
+    for rule in rules:
+        assert f'id="{rule.lower()}"' in text
+    assert text.count("model/operator.py, lines") >= 8
+    assert "MUST" in text and "SHOULD" in text
+
+
+def test_c_back_at_its_old_position_is_worked_through() -> None:
+    from replay_contract.model.scenario import load
+
+    scenario = load(DOCS / "examples" / "c-at-its-old-position.json")
+    runs = {name: simulate(scenario, CONTRACTS[name]).summary() for name in CONTRACTS}
+    assert runs["no-divergence-check"]["violations"][:1] == ["no-stale-reuse"]
+    assert runs["ordered"]["violations"] == [] and runs["ordered"]["repeated_tool_calls"] == 0
+    assert runs["seqnum"]["reused"] == 0 and "no-stale-reuse" not in runs["seqnum"]["violations"]
+
+
+def test_proofs_for_every_bound_are_told_apart(built_site: Path) -> None:
+    from replay_contract.docs_gen import Verdict, proof_scope
+
+    bound = "inputs=6,channels=2,keys=2,crashes=2"
+    assert proof_scope(Verdict("ordered", "no-stale-reuse", "proved", bound)) == "every bound"
+    assert proof_scope(Verdict("read-set", "no-stale-reuse", "proved", bound)) == "the bound"
+    assert proof_scope(Verdict("ordered", "complete-reuse", "proved", bound)).startswith(
+        "every bound up to"
+    )
+    text = _text(built_site, "properties")
+    assert "time budget" in text and "proved at the bound" in text
+    assert "proved for every bound" in text
+
+
+def test_api_page_renders_roles_and_module_headings(built_site: Path) -> None:
+    text = _text(built_site, "reference/api")
+    assert not re.search(r":(func|class|mod|meth|data|attr|exc):", text)
+    assert "<p>::</p>" not in text
+    for module in ("model.run", "model.scenario", "conformance.interface"):
+        assert f'id="replay_contract.{module}"' in text
+
+
+def test_topologies_page_has_a_job_graph_per_topology(built_site: Path) -> None:
+    text = _text(built_site, "topologies")
+    assert text.count('<pre class="mermaid">') == 5
+    for link in (
+        "https://github.com/apache/flink-agents/issues/1302",
+        "https://nightlies.apache.org/flink/",
+    ):
+        assert link in text
