@@ -234,8 +234,14 @@ def _smallest(
     try:
 
         def same(candidate: Scenario) -> bool:
+            # The same kind, and still calling tools when the original did: a user reads
+            # a finding by the tool calls it repeats.
             r = judge(impl, candidate, c)
-            return r.verdict == FAILED and classify(r, candidate, c, plan.target) == kind
+            return (
+                r.verdict == FAILED
+                and classify(r, candidate, c, plan.target) == kind
+                and (r.tool_calls > 0 or found.tool_calls == 0)
+            )
 
         small = shrink(scenario, same, budget=budget) if budget > 0 else scenario
         scenario = small.with_schedule(small.schedule, kind)

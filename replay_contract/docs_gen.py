@@ -901,7 +901,7 @@ def _findings_runs(doc: dict[str, Any]) -> str:
         "wall time",
         "failures by kind",
     )
-    return "\n".join(lines) + md_table(header, rows)
+    return "\n".join(lines) + "\n" + md_table(header, rows)
 
 
 def _finding(f: dict[str, Any]) -> str:
