@@ -42,6 +42,14 @@ A write counts as done only when each of its rows' handles says the server ackno
 it: a writer's ``flush`` also returns normally after a batch that failed
 (:func:`.fluss_client.acknowledged`).
 
+Pipelined writes
+    ``send`` numbers its entries and queues their rows in the client; the queued rows
+    are written together, one request per table, once :data:`BATCH` of them wait or the
+    first waited :data:`LINGER` seconds (checked at every ``send`` and
+    ``acknowledged``), and on ``flush``. Until then nothing of them left the process: a
+    client closed (crashed) with rows queued loses them, the in-flight case of the
+    contract, and a retry of a write re-sends the same rows as above.
+
 A row that cannot be decoded stops the read with :class:`~.store.RecordError` naming the
 table, bucket and offset.
 """
@@ -83,6 +91,9 @@ WRITERS = f"writers_v{TABLE_SCHEMA}"
 LINEAGE = "log"
 BUCKET = 0
 POLL_MS = 100
+#: Rows sent are written together once this many wait, or the first waited LINGER s.
+BATCH = 512
+LINGER = 0.02
 
 LOG_COLUMNS = pa.schema(
     [
@@ -130,6 +141,16 @@ def tables() -> dict[str, fluss.TableDescriptor]:
 
 
 @define
+class _InFlight:
+    """Rows handed to the writers; acknowledged up to ``end`` once ``task`` is done."""
+
+    end: int
+    rows: list[dict[str, Any]]
+    index: list[dict[str, Any]]
+    task: asyncio.Task[None]
+
+
+@define
 class _Tables:
     """What a store client opened on its connection."""
 
@@ -158,6 +179,12 @@ class FlussStore:
         self.generation = 0
         self._seq = 0
         self._end = 0
+        self._acked = 0
+        #: Rows sent but not yet written (log and index), and since when the first waits.
+        self._queued: list[dict[str, Any]] = []
+        self._queued_index: list[dict[str, Any]] = []
+        self._queued_since = 0.0
+        self._in_flight: list[_InFlight] = []
         self._broken: str | None = None
         self._closed = False
         atexit.register(self.close)  # closed before the interpreter exits: see fluss_client
@@ -251,7 +278,7 @@ class FlussStore:
 
         self._retrying(upsert, deadline, f"registering in table {self._name(WRITERS)}")
         self.stats.round_trips += 1
-        self.generation, self._end, self._seq = generation, start, 0
+        self.generation, self._end, self._seq, self._acked = generation, start, 0, start
         self._registered = True
         # No other client of this namespace registers while this one runs.
         self._known = {**generations, generation: start}
@@ -296,10 +323,12 @@ class FlussStore:
     # -- the ActionStateStore protocol ----------------------------------------------------
 
     def append(self, entries: Sequence[Entry]) -> list[int]:
-        self._check()
-        return self._guard(lambda: self._append(entries))
+        ids = self.send(entries)
+        self.flush()
+        return ids
 
-    def _append(self, entries: Sequence[Entry]) -> list[int]:
+    def send(self, entries: Sequence[Entry]) -> list[int]:
+        self._check()
         ids = [self._end + i for i in range(len(entries))]
         rows = [
             {
@@ -312,7 +341,10 @@ class FlussStore:
             }
             for i, e in enumerate(entries)
         ]
-        index = [
+        if not self._queued:
+            self._queued_since = time.monotonic()
+        self._queued.extend(rows)
+        self._queued_index.extend(
             {
                 "record_key": r["record_key"],
                 "schema": TABLE_SCHEMA,
@@ -322,11 +354,93 @@ class FlussStore:
             }
             for r, e in zip(rows, entries, strict=True)
             if isinstance(e, Completion)
-        ]
+        )
+        self.stats.batches += 1
+        self.stats.writes += len(rows)
+        self._end += len(rows)
+        self._seq += len(rows)
+        self._flush_if_due()
+        return ids
+
+    def _flush_if_due(self) -> None:
+        """Start writing the queued rows when enough wait, or the first waited long
+        enough; note the writes in flight that completed."""
+        if self._queued and (
+            len(self._queued) >= BATCH or time.monotonic() - self._queued_since >= LINGER
+        ):
+            self._guard(self._start_queued)
+        if self._in_flight:
+            self._loop.poll()
+            self._guard(self._take_done)
+
+    def acknowledged(self) -> int:
+        self._check()
+        self._flush_if_due()
+        return self._acked
+
+    def flush(self) -> None:
+        self._check()
+        if self._queued:
+            self._guard(self._start_queued)
+        if self._in_flight:
+            self._guard(self._wait_in_flight)
+
+    def _start_queued(self) -> None:
+        """Hand the queued rows to the writers, one request per table where the writer
+        allows, without waiting for the server."""
+        rows, index = self._queued, self._queued_index
+        self._queued, self._queued_index = [], []
+        if self._tables is None:
+            self._retrying(self._open, time.monotonic() + self.timeout, "connecting")
+        tables = self._tables
+        assert tables is not None
+        handles = [tables.log_writer.append(row) for row in rows]
+        handles += [tables.index_writer.upsert(row) for row in index]
+        writers = (tables.log_writer, tables.index_writer if index else None)
+
+        async def landed() -> None:
+            await acknowledged(handles, *writers)
+
+        task = self._loop.start(landed)
+        self._in_flight.append(_InFlight(rows[-1]["at"] + 1, rows, index, task))
+        self.stats.round_trips += 2 if index else 1
+
+    def _take_done(self) -> None:
+        """Acknowledge the writes in flight that landed, in order; a failed one is
+        written again (with every one after it) within the client's bound."""
+        while self._in_flight and self._in_flight[0].task.done():
+            group = self._in_flight[0]
+            if group.task.cancelled() or group.task.exception() is not None:
+                self._rewrite_in_flight()
+                return
+            self._in_flight.pop(0)
+            self._acked = group.end
+
+    def _wait_in_flight(self) -> None:
+        tasks = [g.task for g in self._in_flight]
+
+        async def every() -> None:
+            await asyncio.wait(tasks)
+
+        with contextlib.suppress(StoreUnavailable):  # those unfinished are written again
+            self._loop.run(every, ATTEMPT, "waiting for writes in flight")
+        if all(t.done() for t in tasks):
+            self._take_done()
+        if self._in_flight:
+            self._rewrite_in_flight()
+
+    def _rewrite_in_flight(self) -> None:
+        """Write every row in flight again, on a new connection, within the client's
+        bound: the same client entry ids, which readers dedupe."""
+        groups, self._in_flight = self._in_flight, []
+        for g in groups:
+            g.task.cancel()
+        rows = [r for g in groups for r in g.rows]
+        index = [r for g in groups for r in g.index]
+        self._stale = True
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
-            # a retry re-sends the same client entry ids
             handles = [tables.log_writer.append(row) for row in rows]
             handles += [tables.index_writer.upsert(row) for row in index]
             await acknowledged(handles, tables.log_writer, tables.index_writer if index else None)
@@ -336,12 +450,8 @@ class FlussStore:
             time.monotonic() + self.timeout,
             f"writing {len(rows)} row(s) to table {self._name(LOG)}",
         )
-        self.stats.batches += 1
         self.stats.round_trips += 2 if index else 1
-        self.stats.writes += len(rows)
-        self._end += len(rows)
-        self._seq += len(rows)
-        return ids
+        self._acked = groups[-1].end
 
     def read(self, marker: int) -> list[tuple[int, Entry]]:
         self._check()
@@ -464,6 +574,11 @@ class FlussStore:
             return
         self._closed = True
         atexit.unregister(self.close)
+        # rows in flight land or not; those that land after a later client registered
+        # are ignored by every reader (see the module docstring)
+        for group in self._in_flight:
+            group.task.cancel()
+        self._in_flight, self._queued, self._queued_index = [], [], []
         tables, self._tables = self._tables, None
         self._loop.close(tables.conn.close if tables is not None else None)
 
