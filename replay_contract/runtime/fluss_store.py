@@ -44,11 +44,23 @@ it: a writer's ``flush`` also returns normally after a batch that failed
 
 Pipelined writes
     ``send`` numbers its entries and queues their rows in the client; the queued rows
-    are written together, one request per table, once :data:`BATCH` of them wait or the
-    first waited :data:`LINGER` seconds (checked at every ``send`` and
-    ``acknowledged``), and on ``flush``. Until then nothing of them left the process: a
-    client closed (crashed) with rows queued loses them, the in-flight case of the
-    contract, and a retry of a write re-sends the same rows as above.
+    are handed to the writers together (the log's as one Arrow batch) once :data:`BATCH`
+    of them wait or the first waited :data:`LINGER` seconds (checked at every ``send``
+    and ``acknowledged``), and on ``flush``, and the runtime goes on while they are in
+    flight. An entry is acknowledged once its log row is; ``flush`` waits for the log
+    rows only. A write that fails, or is not acknowledged within :data:`ATTEMPT`, is
+    re-sent as above (same rows, same client entry ids) until the client's bound. A
+    client closed (crashed) with rows queued or in flight: they landed or not, and a
+    row that lands after a later client registered is ignored by every reader.
+
+    The index is not what recovery reads, and it is slow to write (a primary-key table:
+    tens of milliseconds a batch here, against a few for the log), so its rows are
+    checked without holding up the log: a failed upsert is upserted again (the same row
+    twice is the same row) and a failure past the bound breaks the client, reported at
+    its next call. :meth:`FlussStore.lookup` first waits for this client's index rows.
+    After a crash, the index may lack a completion whose log row landed: a lookup then
+    misses it or finds another one saved under the same record key, which answers every
+    query the same (see :mod:`.codec`).
 
 A row that cannot be decoded stops the read with :class:`~.store.RecordError` naming the
 table, bucket and offset.
@@ -94,6 +106,10 @@ POLL_MS = 100
 #: Rows sent are written together once this many wait, or the first waited LINGER s.
 BATCH = 512
 LINGER = 0.02
+#: Index rows that may wait for their acknowledgement before the client waits for them.
+INDEX_BEHIND = 4 * BATCH
+#: How often, at most, the client looks whether writes in flight were acknowledged.
+POLL_EVERY = 0.005
 
 LOG_COLUMNS = pa.schema(
     [
@@ -148,6 +164,7 @@ class _InFlight:
     rows: list[dict[str, Any]]
     index: list[dict[str, Any]]
     task: asyncio.Task[None]
+    index_task: asyncio.Task[None] | None
 
 
 @define
@@ -155,11 +172,18 @@ class _Tables:
     """What a store client opened on its connection."""
 
     conn: fluss.FlussConnection
+    index_conn: fluss.FlussConnection
     log: fluss.FlussTable
     index: fluss.FlussTable
     writers: fluss.FlussTable
     log_writer: fluss.AppendWriter
     index_writer: fluss.UpsertWriter
+
+    async def close(self) -> None:
+        try:
+            await self.conn.close()
+        finally:
+            await self.index_conn.close()
 
 
 class FlussStore:
@@ -185,6 +209,9 @@ class FlussStore:
         self._queued_index: list[dict[str, Any]] = []
         self._queued_since = 0.0
         self._in_flight: list[_InFlight] = []
+        #: Index rows whose log rows are acknowledged, and the task that writes them.
+        self._indexing: list[tuple[list[dict[str, Any]], asyncio.Task[None]]] = []
+        self._polled = 0.0
         self._broken: str | None = None
         self._closed = False
         atexit.register(self.close)  # closed before the interpreter exits: see fluss_client
@@ -235,15 +262,19 @@ class FlussStore:
         if self._stale and self._tables is not None:
             old, self._tables = self._tables, None
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(old.conn.close(), CLOSE_TIMEOUT)
+                await asyncio.wait_for(old.close(), CLOSE_TIMEOUT)
         self._stale = False
         if self._tables is None:
             conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
+            # the index on a connection of its own: its slow upserts do not queue
+            # ahead of the log's appends
+            index_conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
             log = await conn.get_table(self._path(LOG))
-            index = await conn.get_table(self._path(COMPLETIONS))
+            index = await index_conn.get_table(self._path(COMPLETIONS))
             writers = await conn.get_table(self._path(WRITERS))
             self._tables = _Tables(
                 conn,
+                index_conn,
                 log,
                 index,
                 writers,
@@ -369,8 +400,9 @@ class FlussStore:
             len(self._queued) >= BATCH or time.monotonic() - self._queued_since >= LINGER
         ):
             self._guard(self._start_queued)
-        if self._in_flight:
-            self._loop.poll()
+        if self._in_flight and time.monotonic() - self._polled >= POLL_EVERY:
+            self._loop.poll()  # costs a switch to pyfluss's threads: not on every call
+            self._polled = time.monotonic()
             self._guard(self._take_done)
 
     def acknowledged(self) -> int:
@@ -386,27 +418,30 @@ class FlussStore:
             self._guard(self._wait_in_flight)
 
     def _start_queued(self) -> None:
-        """Hand the queued rows to the writers, one request per table where the writer
-        allows, without waiting for the server."""
+        """Hand the queued rows to the writers, the log's as one Arrow batch, without
+        waiting for the server: one task waits for the log's rows, one for the index's."""
         rows, index = self._queued, self._queued_index
         self._queued, self._queued_index = [], []
         if self._tables is None:
             self._retrying(self._open, time.monotonic() + self.timeout, "connecting")
         tables = self._tables
         assert tables is not None
-        handles = [tables.log_writer.append(row) for row in rows]
-        handles += [tables.index_writer.upsert(row) for row in index]
-        writers = (tables.log_writer, tables.index_writer if index else None)
+        logged = [tables.log_writer.write_arrow_batch(_batch(rows))]
+        indexed = [tables.index_writer.upsert(row) for row in index]
 
         async def landed() -> None:
-            await acknowledged(handles, *writers)
+            await acknowledged(logged, tables.log_writer)
 
+        async def landed_in_index() -> None:
+            await acknowledged(indexed, tables.index_writer)
+
+        index_task = self._loop.start(landed_in_index) if index else None
         task = self._loop.start(landed)
-        self._in_flight.append(_InFlight(rows[-1]["at"] + 1, rows, index, task))
+        self._in_flight.append(_InFlight(rows[-1]["at"] + 1, rows, index, task, index_task))
         self.stats.round_trips += 2 if index else 1
 
     def _take_done(self) -> None:
-        """Acknowledge the writes in flight that landed, in order; a failed one is
+        """Acknowledge the log's writes in flight that landed, in order; a failed one is
         written again (with every one after it) within the client's bound."""
         while self._in_flight and self._in_flight[0].task.done():
             group = self._in_flight[0]
@@ -415,6 +450,52 @@ class FlussStore:
                 return
             self._in_flight.pop(0)
             self._acked = group.end
+            if group.index_task is not None:
+                self._indexing.append((group.index, group.index_task))
+        behind = sum(len(rows) for rows, _ in self._indexing)
+        self._take_indexed(wait=behind > INDEX_BEHIND)
+
+    def _take_indexed(self, wait: bool = True) -> None:
+        """Check the index's writes (waiting for them with ``wait``); one that failed or
+        did not finish is upserted again within the client's bound (an upsert of the
+        same row twice leaves the same row)."""
+        if wait and self._indexing:
+            tasks = [task for _, task in self._indexing]
+
+            async def every() -> None:
+                await asyncio.wait(tasks)
+
+            with contextlib.suppress(StoreUnavailable):
+                self._loop.run(every, ATTEMPT, "waiting for index writes in flight")
+        again: list[dict[str, Any]] = []
+        pending = []
+        for rows, task in self._indexing:
+            if not task.done():
+                if wait:
+                    task.cancel()
+                    again.extend(rows)
+                else:
+                    pending.append((rows, task))
+            elif task.cancelled() or task.exception() is not None:
+                again.extend(rows)
+        self._indexing = pending
+        if again:
+            self._upsert_again(again)
+
+    def _upsert_again(self, index: list[dict[str, Any]]) -> None:
+        self._stale = True
+
+        async def upsert() -> None:
+            tables = await self._open()  # anew after an attempt that failed
+            handles = [tables.index_writer.upsert(row) for row in index]
+            await acknowledged(handles, tables.index_writer)
+
+        self._retrying(
+            upsert,
+            time.monotonic() + self.timeout,
+            f"writing {len(index)} row(s) to table {self._name(COMPLETIONS)}",
+        )
+        self.stats.round_trips += 1
 
     def _wait_in_flight(self) -> None:
         tasks = [g.task for g in self._in_flight]
@@ -435,14 +516,15 @@ class FlussStore:
         groups, self._in_flight = self._in_flight, []
         for g in groups:
             g.task.cancel()
+            if g.index_task is not None:
+                g.index_task.cancel()
         rows = [r for g in groups for r in g.rows]
         index = [r for g in groups for r in g.index]
         self._stale = True
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
-            handles = [tables.log_writer.append(row) for row in rows]
-            handles += [tables.index_writer.upsert(row) for row in index]
+            handles = _write_rows(tables, rows, index)
             await acknowledged(handles, tables.log_writer, tables.index_writer if index else None)
 
         self._retrying(
@@ -535,7 +617,8 @@ class FlussStore:
     def lookup(self, entry: Completion) -> tuple[int, Completion] | None:
         """The completion saved under ``entry``'s record key, with its entry id, from the
         point-lookup index (the latest one saved under that key), or ``None``."""
-        self._check()
+        self.flush()
+        self._guard(self._take_indexed)  # what this client saved is in the index
         key = codec.record_key(entry)
 
         async def lookup() -> dict[str, object] | None:
@@ -578,9 +661,28 @@ class FlussStore:
         # are ignored by every reader (see the module docstring)
         for group in self._in_flight:
             group.task.cancel()
+            if group.index_task is not None:
+                group.index_task.cancel()
+        for _, task in self._indexing:
+            task.cancel()
         self._in_flight, self._queued, self._queued_index = [], [], []
+        self._indexing = []
         tables, self._tables = self._tables, None
-        self._loop.close(tables.conn.close if tables is not None else None)
+        self._loop.close(tables.close if tables is not None else None)
+
+
+def _write_rows(
+    tables: _Tables, rows: list[dict[str, Any]], index: list[dict[str, Any]]
+) -> list[fluss.WriteResultHandle]:
+    """Hand ``rows`` to the log's writer as one Arrow batch (one handle for all) and
+    ``index`` to the index's writer row by row; the handles of every write."""
+    handles = [tables.log_writer.write_arrow_batch(_batch(rows))]
+    handles += [tables.index_writer.upsert(row) for row in index]
+    return handles
+
+
+def _batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, LOG_COLUMNS)
 
 
 def _cutoffs(generations: dict[int, int]) -> dict[int, int]:

@@ -172,15 +172,16 @@ class KafkaStore:
         self._end = start + len(entries)
         self.stats.writes += len(entries)
         self.stats.batches += 1
-        self._push_if_due()
+        self._push_if_due(poll=False)  # acknowledged() polls
         return list(range(start, start + len(entries)))
 
-    def _push_if_due(self) -> None:
+    def _push_if_due(self, poll: bool = True) -> None:
         """Hand the buffered records to the producer when enough have come, or when the
-        producer has nothing in flight (so that the pipe never idles)."""
+        producer has nothing in flight (so that the pipe never idles); ``poll`` serves
+        the delivery reports that came."""
         if self._buffer and (len(self._buffer) >= BATCH or self._acked == self._pushed):
             self._push()
-        elif self._producer is not None:
+        elif poll and self._producer is not None:
             self._producer.poll(0)
 
     def _push(self) -> None:
