@@ -658,7 +658,19 @@ class FlussStore:
         self._closed = True
         atexit.unregister(self.close)
         # rows in flight land or not; those that land after a later client registered
-        # are ignored by every reader (see the module docstring)
+        # are ignored by every reader (see the module docstring). The index's upserts
+        # in flight are waited for a moment, so that the server is not left a backlog
+        # of them (they are not the log: a crash loses nothing by it)
+        indexing = [t for _, t in self._indexing] + [
+            g.index_task for g in self._in_flight if g.index_task is not None
+        ]
+        if indexing and self._broken is None:
+
+            async def every() -> None:
+                await asyncio.wait(indexing)
+
+            with contextlib.suppress(StoreError, fluss.FlussError):
+                self._loop.run(every, CLOSE_TIMEOUT, "waiting for index writes in flight")
         for group in self._in_flight:
             group.task.cancel()
             if group.index_task is not None:
