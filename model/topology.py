@@ -16,9 +16,12 @@ Key = str | int
 Payload = Any
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: Any) -> str:
     """Canonical JSON text of a value: the form every digest is taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def digest(value: Any, size: int = 12) -> str:

@@ -62,6 +62,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="0,10000,100000",
         help="entries before the marker (default: 0,10000,100000)",
     )
+    parser.add_argument(
+        "--by-keys",
+        default="1,16,1024",
+        help="keys of the throughput-vs-keys rows, ordered (default: 1,16,1024)",
+    )
+    parser.add_argument(
+        "--payloads",
+        default="0,1000,10000",
+        help="payload sizes in characters of the throughput-vs-payload rows, ordered "
+        "(default: 0,1000,10000)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.set_defaults(func=run)
 
@@ -84,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     from replay_contract.runtime import backends
 
     replayed, pads = _sizes(args.replayed, "replayed"), _sizes(args.pad, "pad")
+    by_keys, payloads = _sizes(args.by_keys, "by-keys"), _sizes(args.payloads, "payloads")
+    if 0 in by_keys:
+        raise CommandError(f"--by-keys: expected positive integers, got {args.by_keys!r}")
     names = backends.names() if args.backend == "all" else [args.backend]
     results: dict[str, Any] = {}
     loaded: dict[str, Any] = {}
@@ -107,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
         for name, backend in loaded.items():
             results[name] = measure(
                 backend, name, args.inputs, args.keys, args.repeat, replayed, pads
+            )
+            results[name].update(
+                sweeps(backend, name, args.inputs, args.keys, args.repeat, by_keys, payloads)
             )
     finally:
         for backend in loaded.values():
@@ -177,6 +194,59 @@ def measure(
     }
 
 
+def sweeps(
+    backend: Any,
+    name: str,
+    inputs: int,
+    keys: int,
+    repeat: int,
+    by_keys: list[int],
+    payloads: list[int],
+) -> dict[str, Any]:
+    """Throughput (``ordered``, the median of ``repeat`` runs) against the number of keys
+    and against the payload size, and the ceiling: the memory store measured in the same
+    run with the same inputs and keys, and this backend's share of it."""
+    from replay_contract.runtime import bench
+    from replay_contract.runtime.memory_store import MemoryBackend
+
+    def median(on: Any, contract: Any, k: int, payload: int = 0) -> dict[str, Any]:
+        runs = sorted(
+            (bench.throughput(on, contract, inputs, k, payload) for _ in range(repeat)),
+            key=lambda r: r.per_second,
+        )
+        return runs[len(runs) // 2].to_json()
+
+    by_key_rows = []
+    for k in by_keys:
+        progress(f"{name}: throughput ordered with {k} keys ({repeat} runs)")
+        by_key_rows.append(median(backend, ORDERED, k))
+    by_payload_rows = []
+    for size in payloads:
+        progress(f"{name}: throughput ordered with payloads of {size} characters ({repeat} runs)")
+        by_payload_rows.append(median(backend, ORDERED, keys, size))
+    progress(f"{name}: the ceiling, the memory store in the same run ({repeat} runs each)")
+    memory = MemoryBackend()
+    ceiling = {c.name: median(memory, c, keys)["inputs_per_s"] for c in (SEQNUM, ORDERED)}
+    own = (
+        ceiling
+        if isinstance(backend, MemoryBackend) and not backend.lag
+        else {c.name: median(backend, c, keys)["inputs_per_s"] for c in (SEQNUM, ORDERED)}
+    )
+    return {
+        "throughput_by_keys": by_key_rows,
+        "throughput_by_payload": by_payload_rows,
+        "ceiling": {
+            "inputs": inputs,
+            "keys": keys,
+            "memory_inputs_per_s": ceiling,
+            "inputs_per_s": own,
+            "share_of_ceiling": {
+                c: round(own[c] / ceiling[c], 3) if ceiling[c] else 0.0 for c in ceiling
+            },
+        },
+    }
+
+
 def report(results: dict[str, Any]) -> str:
     """The figures as readable tables."""
     parts = []
@@ -213,6 +283,7 @@ def report(results: dict[str, Any]) -> str:
         parts.append(
             f"{name}: ordered/seqnum throughput ratio {figures['ratio_ordered_to_seqnum']:.3f}"
         )
+        parts.append(_sweep_tables(name, figures))
         rows = [
             (
                 r["contract"],
@@ -263,6 +334,47 @@ def report(results: dict[str, Any]) -> str:
     if len(measured) > 1:
         parts.append(side_by_side(measured))
     return "\n\n".join(parts)
+
+
+def _sweep_tables(name: str, figures: dict[str, Any]) -> str:
+    def row(first: str, r: dict[str, Any]) -> tuple[str, ...]:
+        return (
+            first,
+            f"{r['inputs_per_s']:.0f}",
+            f"{r['writes_per_input']:.2f}",
+            f"{r['round_trips_per_input']:.3f}",
+        )
+
+    head = ("inputs/s", "writes/input", "round trips/input")
+    c = figures["ceiling"]
+    share = c["share_of_ceiling"]
+    return "\n\n".join(
+        [
+            f"{name}: throughput (ordered) vs keys\n"
+            + render(
+                ("keys", *head), [row(str(r["keys"]), r) for r in figures["throughput_by_keys"]]
+            ),
+            f"{name}: throughput (ordered) vs payload size\n"
+            + render(
+                ("payload chars", *head),
+                [row(str(r["payload"]), r) for r in figures["throughput_by_payload"]],
+            ),
+            f"{name}: the ceiling (the memory store in the same run, {c['inputs']} inputs, "
+            f"{c['keys']} keys)\n"
+            + render(
+                ("contract", "memory inputs/s", f"{name} inputs/s", "share"),
+                [
+                    (
+                        contract,
+                        f"{c['memory_inputs_per_s'][contract]:.0f}",
+                        f"{c['inputs_per_s'][contract]:.0f}",
+                        f"{share[contract]:.2f}",
+                    )
+                    for contract in (SEQNUM.name, ORDERED.name)
+                ],
+            ),
+        ]
+    )
 
 
 def side_by_side(results: dict[str, Any]) -> str:

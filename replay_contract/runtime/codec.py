@@ -55,21 +55,24 @@ class DecodeError(ValueError):
 
 
 def encode_fields(fields: Sequence[Field]) -> bytes:
-    out = bytearray()
+    out: list[bytes] = []
     for f in fields:
         if f is None:
-            out += b"n"
+            out.append(b"n")
+        elif type(f) is str:
+            data = f.encode("utf-8")
+            out.append(b"s%d:%s" % (len(data), data))
+        elif type(f) is int or (isinstance(f, int) and not isinstance(f, bool)):
+            text = str(f).encode()
+            out.append(b"i%d:%s" % (len(text), text))
         elif isinstance(f, bool):
             raise TypeError("a bool is not a key field")
-        elif isinstance(f, int):
-            text = str(f).encode()
-            out += b"i%d:%s" % (len(text), text)
         elif isinstance(f, str):
             data = f.encode("utf-8")
-            out += b"s%d:%s" % (len(data), data)
+            out.append(b"s%d:%s" % (len(data), data))
         else:
             raise TypeError(f"cannot encode {type(f).__name__} as a key field")
-    return bytes(out)
+    return b"".join(out)
 
 
 def decode_fields(raw: bytes) -> list[Field]:

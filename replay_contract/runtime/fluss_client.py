@@ -87,6 +87,18 @@ class Loop:
                 f"{self.where}: {what} did not finish within {timeout:.0f} s"
             ) from None
 
+    def start(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Task[T]:
+        """``make()`` as a task of this loop, left to run while the caller goes on (it
+        advances whenever the loop runs: :meth:`poll`, :meth:`run`)."""
+        if self._loop is None:
+            raise StoreError(f"{self.where}: the client is closed")
+        return self._loop.create_task(make())
+
+    def poll(self) -> None:
+        """Let the loop handle what is ready (completions pyfluss queued), then return."""
+        if self._loop is not None:
+            self._loop.run_until_complete(asyncio.sleep(0))
+
     def retrying(
         self,
         make: Callable[[], Coroutine[Any, Any, T]],

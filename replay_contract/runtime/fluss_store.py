@@ -42,6 +42,26 @@ A write counts as done only when each of its rows' handles says the server ackno
 it: a writer's ``flush`` also returns normally after a batch that failed
 (:func:`.fluss_client.acknowledged`).
 
+Pipelined writes
+    ``send`` numbers its entries and queues their rows in the client; the queued rows
+    are handed to the writers together (the log's as one Arrow batch) once :data:`BATCH`
+    of them wait or the first waited :data:`LINGER` seconds (checked at every ``send``
+    and ``acknowledged``), and on ``flush``, and the runtime goes on while they are in
+    flight. An entry is acknowledged once its log row is; ``flush`` waits for the log
+    rows only. A write that fails, or is not acknowledged within :data:`ATTEMPT`, is
+    re-sent as above (same rows, same client entry ids) until the client's bound. A
+    client closed (crashed) with rows queued or in flight: they landed or not, and a
+    row that lands after a later client registered is ignored by every reader.
+
+    The index is not what recovery reads, and it is slow to write (a primary-key table:
+    tens of milliseconds a batch here, against a few for the log), so its rows are
+    checked without holding up the log: a failed upsert is upserted again (the same row
+    twice is the same row) and a failure past the bound breaks the client, reported at
+    its next call. :meth:`FlussStore.lookup` first waits for this client's index rows.
+    After a crash, the index may lack a completion whose log row landed: a lookup then
+    misses it or finds another one saved under the same record key, which answers every
+    query the same (see :mod:`.codec`).
+
 A row that cannot be decoded stops the read with :class:`~.store.RecordError` naming the
 table, bucket and offset.
 """
@@ -83,6 +103,13 @@ WRITERS = f"writers_v{TABLE_SCHEMA}"
 LINEAGE = "log"
 BUCKET = 0
 POLL_MS = 100
+#: Rows sent are written together once this many wait, or the first waited LINGER s.
+BATCH = 512
+LINGER = 0.02
+#: Index rows that may wait for their acknowledgement before the client waits for them.
+INDEX_BEHIND = 4 * BATCH
+#: How often, at most, the client looks whether writes in flight were acknowledged.
+POLL_EVERY = 0.005
 
 LOG_COLUMNS = pa.schema(
     [
@@ -130,15 +157,33 @@ def tables() -> dict[str, fluss.TableDescriptor]:
 
 
 @define
+class _InFlight:
+    """Rows handed to the writers; acknowledged up to ``end`` once ``task`` is done."""
+
+    end: int
+    rows: list[dict[str, Any]]
+    index: list[dict[str, Any]]
+    task: asyncio.Task[None]
+    index_task: asyncio.Task[None] | None
+
+
+@define
 class _Tables:
     """What a store client opened on its connection."""
 
     conn: fluss.FlussConnection
+    index_conn: fluss.FlussConnection
     log: fluss.FlussTable
     index: fluss.FlussTable
     writers: fluss.FlussTable
     log_writer: fluss.AppendWriter
     index_writer: fluss.UpsertWriter
+
+    async def close(self) -> None:
+        try:
+            await self.conn.close()
+        finally:
+            await self.index_conn.close()
 
 
 class FlussStore:
@@ -158,6 +203,15 @@ class FlussStore:
         self.generation = 0
         self._seq = 0
         self._end = 0
+        self._acked = 0
+        #: Rows sent but not yet written (log and index), and since when the first waits.
+        self._queued: list[dict[str, Any]] = []
+        self._queued_index: list[dict[str, Any]] = []
+        self._queued_since = 0.0
+        self._in_flight: list[_InFlight] = []
+        #: Index rows whose log rows are acknowledged, and the task that writes them.
+        self._indexing: list[tuple[list[dict[str, Any]], asyncio.Task[None]]] = []
+        self._polled = 0.0
         self._broken: str | None = None
         self._closed = False
         atexit.register(self.close)  # closed before the interpreter exits: see fluss_client
@@ -208,15 +262,19 @@ class FlussStore:
         if self._stale and self._tables is not None:
             old, self._tables = self._tables, None
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(old.conn.close(), CLOSE_TIMEOUT)
+                await asyncio.wait_for(old.close(), CLOSE_TIMEOUT)
         self._stale = False
         if self._tables is None:
             conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
+            # the index on a connection of its own: its slow upserts do not queue
+            # ahead of the log's appends
+            index_conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
             log = await conn.get_table(self._path(LOG))
-            index = await conn.get_table(self._path(COMPLETIONS))
+            index = await index_conn.get_table(self._path(COMPLETIONS))
             writers = await conn.get_table(self._path(WRITERS))
             self._tables = _Tables(
                 conn,
+                index_conn,
                 log,
                 index,
                 writers,
@@ -251,7 +309,7 @@ class FlussStore:
 
         self._retrying(upsert, deadline, f"registering in table {self._name(WRITERS)}")
         self.stats.round_trips += 1
-        self.generation, self._end, self._seq = generation, start, 0
+        self.generation, self._end, self._seq, self._acked = generation, start, 0, start
         self._registered = True
         # No other client of this namespace registers while this one runs.
         self._known = {**generations, generation: start}
@@ -296,10 +354,12 @@ class FlussStore:
     # -- the ActionStateStore protocol ----------------------------------------------------
 
     def append(self, entries: Sequence[Entry]) -> list[int]:
-        self._check()
-        return self._guard(lambda: self._append(entries))
+        ids = self.send(entries)
+        self.flush()
+        return ids
 
-    def _append(self, entries: Sequence[Entry]) -> list[int]:
+    def send(self, entries: Sequence[Entry]) -> list[int]:
+        self._check()
         ids = [self._end + i for i in range(len(entries))]
         rows = [
             {
@@ -312,7 +372,10 @@ class FlussStore:
             }
             for i, e in enumerate(entries)
         ]
-        index = [
+        if not self._queued:
+            self._queued_since = time.monotonic()
+        self._queued.extend(rows)
+        self._queued_index.extend(
             {
                 "record_key": r["record_key"],
                 "schema": TABLE_SCHEMA,
@@ -322,13 +385,146 @@ class FlussStore:
             }
             for r, e in zip(rows, entries, strict=True)
             if isinstance(e, Completion)
-        ]
+        )
+        self.stats.batches += 1
+        self.stats.writes += len(rows)
+        self._end += len(rows)
+        self._seq += len(rows)
+        self._flush_if_due()
+        return ids
+
+    def _flush_if_due(self) -> None:
+        """Start writing the queued rows when enough wait, or the first waited long
+        enough; note the writes in flight that completed."""
+        if self._queued and (
+            len(self._queued) >= BATCH or time.monotonic() - self._queued_since >= LINGER
+        ):
+            self._guard(self._start_queued)
+        if self._in_flight and time.monotonic() - self._polled >= POLL_EVERY:
+            self._loop.poll()  # costs a switch to pyfluss's threads: not on every call
+            self._polled = time.monotonic()
+            self._guard(self._take_done)
+
+    def acknowledged(self) -> int:
+        self._check()
+        self._flush_if_due()
+        return self._acked
+
+    def flush(self) -> None:
+        self._check()
+        if self._queued:
+            self._guard(self._start_queued)
+        if self._in_flight:
+            self._guard(self._wait_in_flight)
+
+    def _start_queued(self) -> None:
+        """Hand the queued rows to the writers, the log's as one Arrow batch, without
+        waiting for the server: one task waits for the log's rows, one for the index's."""
+        rows, index = self._queued, self._queued_index
+        self._queued, self._queued_index = [], []
+        if self._tables is None:
+            self._retrying(self._open, time.monotonic() + self.timeout, "connecting")
+        tables = self._tables
+        assert tables is not None
+        logged = [tables.log_writer.write_arrow_batch(_batch(rows))]
+        indexed = [tables.index_writer.upsert(row) for row in index]
+
+        async def landed() -> None:
+            await acknowledged(logged, tables.log_writer)
+
+        async def landed_in_index() -> None:
+            await acknowledged(indexed, tables.index_writer)
+
+        index_task = self._loop.start(landed_in_index) if index else None
+        task = self._loop.start(landed)
+        self._in_flight.append(_InFlight(rows[-1]["at"] + 1, rows, index, task, index_task))
+        self.stats.round_trips += 2 if index else 1
+
+    def _take_done(self) -> None:
+        """Acknowledge the log's writes in flight that landed, in order; a failed one is
+        written again (with every one after it) within the client's bound."""
+        while self._in_flight and self._in_flight[0].task.done():
+            group = self._in_flight[0]
+            if group.task.cancelled() or group.task.exception() is not None:
+                self._rewrite_in_flight()
+                return
+            self._in_flight.pop(0)
+            self._acked = group.end
+            if group.index_task is not None:
+                self._indexing.append((group.index, group.index_task))
+        behind = sum(len(rows) for rows, _ in self._indexing)
+        self._take_indexed(wait=behind > INDEX_BEHIND)
+
+    def _take_indexed(self, wait: bool = True) -> None:
+        """Check the index's writes (waiting for them with ``wait``); one that failed or
+        did not finish is upserted again within the client's bound (an upsert of the
+        same row twice leaves the same row)."""
+        if wait and self._indexing:
+            tasks = [task for _, task in self._indexing]
+
+            async def every() -> None:
+                await asyncio.wait(tasks)
+
+            with contextlib.suppress(StoreUnavailable):
+                self._loop.run(every, ATTEMPT, "waiting for index writes in flight")
+        again: list[dict[str, Any]] = []
+        pending = []
+        for rows, task in self._indexing:
+            if not task.done():
+                if wait:
+                    task.cancel()
+                    again.extend(rows)
+                else:
+                    pending.append((rows, task))
+            elif task.cancelled() or task.exception() is not None:
+                again.extend(rows)
+        self._indexing = pending
+        if again:
+            self._upsert_again(again)
+
+    def _upsert_again(self, index: list[dict[str, Any]]) -> None:
+        self._stale = True
+
+        async def upsert() -> None:
+            tables = await self._open()  # anew after an attempt that failed
+            handles = [tables.index_writer.upsert(row) for row in index]
+            await acknowledged(handles, tables.index_writer)
+
+        self._retrying(
+            upsert,
+            time.monotonic() + self.timeout,
+            f"writing {len(index)} row(s) to table {self._name(COMPLETIONS)}",
+        )
+        self.stats.round_trips += 1
+
+    def _wait_in_flight(self) -> None:
+        tasks = [g.task for g in self._in_flight]
+
+        async def every() -> None:
+            await asyncio.wait(tasks)
+
+        with contextlib.suppress(StoreUnavailable):  # those unfinished are written again
+            self._loop.run(every, ATTEMPT, "waiting for writes in flight")
+        if all(t.done() for t in tasks):
+            self._take_done()
+        if self._in_flight:
+            self._rewrite_in_flight()
+
+    def _rewrite_in_flight(self) -> None:
+        """Write every row in flight again, on a new connection, within the client's
+        bound: the same client entry ids, which readers dedupe."""
+        groups, self._in_flight = self._in_flight, []
+        for g in groups:
+            g.task.cancel()
+            if g.index_task is not None:
+                g.index_task.cancel()
+        rows = [r for g in groups for r in g.rows]
+        index = [r for g in groups for r in g.index]
+        self._stale = True
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
-            # a retry re-sends the same client entry ids
-            handles = [tables.log_writer.append(row) for row in rows]
-            handles += [tables.index_writer.upsert(row) for row in index]
+            handles = _write_rows(tables, rows, index)
             await acknowledged(handles, tables.log_writer, tables.index_writer if index else None)
 
         self._retrying(
@@ -336,12 +532,8 @@ class FlussStore:
             time.monotonic() + self.timeout,
             f"writing {len(rows)} row(s) to table {self._name(LOG)}",
         )
-        self.stats.batches += 1
         self.stats.round_trips += 2 if index else 1
-        self.stats.writes += len(rows)
-        self._end += len(rows)
-        self._seq += len(rows)
-        return ids
+        self._acked = groups[-1].end
 
     def read(self, marker: int) -> list[tuple[int, Entry]]:
         self._check()
@@ -425,7 +617,8 @@ class FlussStore:
     def lookup(self, entry: Completion) -> tuple[int, Completion] | None:
         """The completion saved under ``entry``'s record key, with its entry id, from the
         point-lookup index (the latest one saved under that key), or ``None``."""
-        self._check()
+        self.flush()
+        self._guard(self._take_indexed)  # what this client saved is in the index
         key = codec.record_key(entry)
 
         async def lookup() -> dict[str, object] | None:
@@ -464,8 +657,44 @@ class FlussStore:
             return
         self._closed = True
         atexit.unregister(self.close)
+        # rows in flight land or not; those that land after a later client registered
+        # are ignored by every reader (see the module docstring). The index's upserts
+        # in flight are waited for a moment, so that the server is not left a backlog
+        # of them (they are not the log: a crash loses nothing by it)
+        indexing = [t for _, t in self._indexing] + [
+            g.index_task for g in self._in_flight if g.index_task is not None
+        ]
+        if indexing and self._broken is None:
+
+            async def every() -> None:
+                await asyncio.wait(indexing)
+
+            with contextlib.suppress(StoreError, fluss.FlussError):
+                self._loop.run(every, CLOSE_TIMEOUT, "waiting for index writes in flight")
+        for group in self._in_flight:
+            group.task.cancel()
+            if group.index_task is not None:
+                group.index_task.cancel()
+        for _, task in self._indexing:
+            task.cancel()
+        self._in_flight, self._queued, self._queued_index = [], [], []
+        self._indexing = []
         tables, self._tables = self._tables, None
-        self._loop.close(tables.conn.close if tables is not None else None)
+        self._loop.close(tables.close if tables is not None else None)
+
+
+def _write_rows(
+    tables: _Tables, rows: list[dict[str, Any]], index: list[dict[str, Any]]
+) -> list[fluss.WriteResultHandle]:
+    """Hand ``rows`` to the log's writer as one Arrow batch (one handle for all) and
+    ``index`` to the index's writer row by row; the handles of every write."""
+    handles = [tables.log_writer.write_arrow_batch(_batch(rows))]
+    handles += [tables.index_writer.upsert(row) for row in index]
+    return handles
+
+
+def _batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, LOG_COLUMNS)
 
 
 def _cutoffs(generations: dict[int, int]) -> dict[int, int]:

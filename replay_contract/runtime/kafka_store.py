@@ -5,13 +5,21 @@ One namespace is one partition of a compacted topic; a run gets a topic of its o
 are partition offsets: recovery seeks straight to the checkpoint's marker and reads to the
 high watermark, whatever the topic holds before the marker or in other partitions.
 
-Writes go through an idempotent producer with ``acks=all``; ``append`` produces the whole
-batch and waits for every acknowledgement (one round trip). Delivery, retries included,
-is bounded by ``timeout`` (``message.timeout.ms``); past it, the batch is purged from the
-client and :class:`~.store.StoreUnavailable` is raised, so a stalled write can never land
-behind the back of a runtime that has been restored since. Within the bound the
-idempotent producer retries without duplicates, which is what lets a broker restart in
-the middle of a run go unnoticed.
+Writes go through one idempotent producer with ``acks=all`` to one partition, so records
+land in the order they were sent, without gaps or duplicates, and are acknowledged in
+that order. ``send`` produces without waiting and gives each entry the offset it will
+get (the client is the partition's only writer: the end of the log when it started, plus
+what it sent since); each delivery report is checked against that offset, and a record
+that lands anywhere else is a failure, not a renumbering. The producer batches what is
+sent while earlier batches are in flight (``linger.ms``). ``append`` sends and waits
+(one round trip); ``flush`` waits for everything sent. Delivery, retries included, is
+bounded by ``timeout`` (``message.timeout.ms``); a record refused by the broker (too
+large, topic gone) or not acknowledged within the bound makes the client fail: what it
+still holds is purged and :class:`~.store.StoreUnavailable` is raised from the next
+call, so a stalled write can never land behind the back of a runtime that has been
+restored since. Within the bound the idempotent producer retries without duplicates,
+which is what lets a broker restart in the middle of a run go unnoticed. ``close``
+waits (within the bound) for records still in flight before it drops the producer.
 
 Record keys and values are those of :mod:`.codec`; a record that does not decode stops
 the read with :class:`~.store.RecordError` naming topic, partition and offset.
@@ -39,6 +47,13 @@ from .store import ActionStateStore, RecordError, StoreError, StoreStats, StoreU
 LOG = logging.getLogger("replay_contract.runtime.kafka")
 LOG.addHandler(logging.NullHandler())
 LOG.propagate = False
+
+#: Records a client sends ahead of the last acknowledged one before ``send`` waits.
+IN_FLIGHT = 20000
+#: How long the producer holds a record to batch it with those sent after it.
+LINGER_MS = 2
+#: Records sent while the producer has some in flight are handed to it this many at once.
+BATCH = 64
 
 #: Topic configuration: compacted, no time or size retention (see :mod:`.codec` for why
 #: compaction keeps every answer the same).
@@ -81,6 +96,10 @@ class KafkaStore:
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._end: int | None = None
+        self._acked = 0
+        self._pushed = 0  # end of what the producer was handed; later ones are buffered
+        self._buffer: list[dict[str, Any]] = []
+        self._failure: str | None = None
         self._broken: str | None = None
         self._closed = False
         # The idempotent producer needs a producer id before its first write; asking for
@@ -105,7 +124,7 @@ class KafkaStore:
                     **_client_config(self.bootstrap, self.timeout),
                     "enable.idempotence": True,
                     "acks": "all",
-                    "linger.ms": 0,
+                    "linger.ms": LINGER_MS,
                     "message.timeout.ms": int(self.timeout * 1000),
                     "retry.backoff.ms": 50,
                     "retry.backoff.max.ms": 500,
@@ -131,7 +150,7 @@ class KafkaStore:
 
     def _fail(self, message: str) -> StoreUnavailable:
         """Give up on this client: drop whatever it still holds, remember why."""
-        self._broken = message
+        self._broken, self._buffer = message, []
         if self._producer is not None:
             self._producer.purge(in_queue=True, in_flight=True, blocking=False)
             self._producer.flush(0)
@@ -140,49 +159,107 @@ class KafkaStore:
     # -- the ActionStateStore protocol ----------------------------------------------------
 
     def append(self, entries: Sequence[Entry]) -> list[int]:
+        ids = self.send(entries)
+        self.flush()
+        return ids
+
+    def send(self, entries: Sequence[Entry]) -> list[int]:
         self._check()
+        start = self.end()
+        if start - self._acked > IN_FLIGHT:
+            self.flush()
+        self._buffer.extend({"key": codec.record_key(e), "value": codec.encode(e)} for e in entries)
+        self._end = start + len(entries)
+        self.stats.writes += len(entries)
+        self.stats.batches += 1
+        self._push_if_due(poll=False)  # acknowledged() polls
+        return list(range(start, start + len(entries)))
+
+    def _push_if_due(self, poll: bool = True) -> None:
+        """Hand the buffered records to the producer when enough have come, or when the
+        producer has nothing in flight (so that the pipe never idles); ``poll`` serves
+        the delivery reports that came."""
+        if self._buffer and (len(self._buffer) >= BATCH or self._acked == self._pushed):
+            self._push()
+        elif poll and self._producer is not None:
+            self._producer.poll(0)
+
+    def _push(self) -> None:
         producer = self._producer_client()
-        outcome: list[int | KafkaError | None] = [None] * len(entries)
-
-        def delivered(i: int) -> Any:
-            def report(err: KafkaError | None, msg: Any) -> None:
-                outcome[i] = err if err is not None else msg.offset()
-
-            return report
-
+        batch, self._buffer = self._buffer, []
         try:
-            for i, entry in enumerate(entries):
-                producer.produce(
-                    self.topic,
-                    value=codec.encode(entry),
-                    key=codec.record_key(entry),
-                    partition=self.partition,
-                    on_delivery=delivered(i),
-                )
-        except (KafkaException, BufferError) as exc:
+            queued = producer.produce_batch(
+                self.topic, batch, partition=self.partition, on_delivery=self._delivered
+            )
+        except (KafkaException, BufferError, TypeError) as exc:
             raise self._fail(
                 f"kafka at {self.bootstrap}: cannot produce to topic {self.topic}: {exc}"
             ) from None
-        remaining = producer.flush(self.timeout + 5.0)
-        self.stats.batches += 1
-        self.stats.round_trips += 1
-        errors = [o for o in outcome if isinstance(o, KafkaError)]
-        if remaining or errors or any(o is None for o in outcome):
-            why = errors[0].str() if errors else f"{remaining} not acknowledged"
+        if queued != len(batch):
+            why = next((m["_error"] for m in batch if "_error" in m), "not queued")
             raise self._fail(
-                f"kafka at {self.bootstrap}: writing {len(entries)} record(s) "
-                f"to topic {self.topic} failed within {self.timeout:.0f} s "
-                f"({why})"
+                f"kafka at {self.bootstrap}: cannot produce to topic {self.topic}: "
+                f"{len(batch) - queued} of {len(batch)} record(s) refused by the client ({why})"
             )
-        offsets = [o for o in outcome if isinstance(o, int)]
-        self.stats.writes += len(offsets)
-        self._end = offsets[-1] + 1 if offsets else self._end
-        return offsets
+        self._pushed += len(batch)
+        producer.poll(0)
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        """The delivery report of one record; they come in the order of sending."""
+        if self._failure is not None:
+            return
+        offset = self._acked
+        if err is not None:
+            what = (
+                f"was not acknowledged within {self.timeout:.0f} s"
+                if err.code() == KafkaError._MSG_TIMED_OUT
+                else "was refused"
+            )
+            self._failure = (
+                f"the record of offset {offset} for topic {self.topic} {what} ({err.str()})"
+            )
+        elif msg.offset() != offset:
+            self._failure = (
+                f"topic {self.topic} partition {self.partition}: a record sent for "
+                f"offset {offset} landed at offset {msg.offset()} (another writer?)"
+            )
+        else:
+            self._acked = offset + 1
+
+    def acknowledged(self) -> int:
+        self._check()
+        if self._acked < (self._end or 0):
+            self._push_if_due()
+        self._raise_failure()
+        return self._acked
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._fail(f"kafka at {self.bootstrap}: {self._failure}")
+
+    def flush(self) -> None:
+        self._check()
+        if self._acked >= (self._end or 0):
+            self._raise_failure()
+            return
+        if self._buffer:
+            self._push()
+        assert self._producer is not None
+        remaining = self._producer.flush(self.timeout + 5.0)
+        self.stats.round_trips += 1
+        self._raise_failure()
+        if remaining or self._acked < (self._end or 0):
+            raise self._fail(
+                f"kafka at {self.bootstrap}: writing to topic {self.topic} failed within "
+                f"{self.timeout:.0f} s ({(self._end or 0) - self._acked} record(s) not "
+                "acknowledged)"
+            )
 
     def read(self, marker: int) -> list[tuple[int, Entry]]:
         self._check()
         low, high = self._watermarks()
-        self._end = high
+        if self._end is None or self._acked == self._end:  # nothing in flight
+            self._end = self._acked = self._pushed = high
         if marker >= high:
             return []
         if marker < low:
@@ -259,14 +336,18 @@ class KafkaStore:
     def end(self) -> int:
         self._check()
         if self._end is None:
-            self._end = self._watermarks()[1]
+            self._end = self._acked = self._pushed = self._watermarks()[1]
         return self._end
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._buffer = []  # never handed to the producer: lost with the crash
         if self._producer is not None:
+            if self._broken is None and self._acked < self._pushed:
+                # in flight at a crash: durable or lost before any later client starts
+                self._producer.flush(self.timeout)
             self._producer.purge(in_queue=True, in_flight=True, blocking=False)
             self._producer.flush(0)
             self._producer = None

@@ -16,6 +16,20 @@ It implements the conformance suite's
 
 Durable writes happen before they are reported, so the environment can crash the step
 right after any of them.
+
+Pipelined writes (``pipelined=True``): the runtime goes on to the next action and the
+next input while its writes are in flight (:meth:`~.store.ActionStateStore.send`), and
+reports each durable write (``Save``, ``Order``, ``Invalidate``) once the store
+acknowledged it, in write order: later than the step that made it, never earlier than
+it is durable. Nothing is reused on the strength of a write not yet acknowledged (the
+runtime waits for it first); an order entry the contract wants before a tool call, and
+an invalidation (a divergence, before the tool calls that follow it), are waited for.
+A checkpoint and ``end`` wait until every write sent is acknowledged: a checkpoint is
+complete when it returns (the sources take it so), and its snapshot must not name a
+position whose entry could still be lost. A crash with writes in flight is the
+contract's in-flight case: each of them is durable or lost, and the restore reads those
+that landed. Reports then come later than the reference model's step-by-step trace has
+them, so the conformance targets run unpipelined (each write waited for).
 """
 
 from __future__ import annotations
@@ -23,6 +37,8 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from attrs import evolve
 
 from replay_contract.conformance.interface import Capabilities, Crashed, Environment
 from replay_contract.model import trace as t
@@ -41,6 +57,15 @@ from .view import KeyName, LiveView, key_name
 CLAIMED = (*CONTRACTS, *MUTANTS)
 
 
+def _saved(save: t.Save) -> Callable[[int], t.Event]:
+    """The report of a save, once the completion's id is known."""
+    return lambda index: evolve(save, completion=index)
+
+
+def _same(event: t.Event) -> Callable[[int], t.Event]:
+    return lambda _: event
+
+
 class OperatorError(StoreError):
     """The runtime was driven outside its protocol (e.g. a step while it is down)."""
 
@@ -54,13 +79,19 @@ class RuntimeOperator:
     """The keyed operator over an action state store (see the module docstring)."""
 
     def __init__(
-        self, backend: Backend, *, keep_namespaces: bool = False, claims: tuple[str, ...] = CLAIMED
+        self,
+        backend: Backend,
+        *,
+        keep_namespaces: bool = False,
+        claims: tuple[str, ...] = CLAIMED,
+        pipelined: bool = False,
     ) -> None:
         self.capabilities = Capabilities(
             contracts=claims, crash_points=True, non_replayable=True, rescaling=False
         )
         self.backend = backend
         self.keep_namespaces = keep_namespaces
+        self.pipelined = pipelined
         self.namespace: Namespace | None = None
         self._namespaces: list[Namespace] = []
         self._agent: Agent | None = None
@@ -75,6 +106,12 @@ class RuntimeOperator:
         self._marker = 0
         self._volatile: list[tuple[int, Invalidation]] = []
         self._number = 0
+        self._unreported: list[tuple[int, t.Event]] = []
+        #: For each crash so far, the store client then open and the writes then in
+        #: flight (entry id, report never made), for tests; not state.
+        self.in_flight_at_crashes: list[
+            tuple[ActionStateStore | None, list[tuple[int, t.Event]]]
+        ] = []
 
     # -- the Implementation protocol ------------------------------------------------------
 
@@ -92,7 +129,18 @@ class RuntimeOperator:
         self._guarded(lambda: self._arrive(record), f"deliver {record.identity!r}")
 
     def checkpoint(self) -> int:
+        number = 0
+
+        def take() -> None:
+            nonlocal number
+            number = self._checkpoint()
+
+        self._guarded(take, "checkpoint")
+        return number
+
+    def _checkpoint(self) -> int:
         store = self._up("checkpoint")
+        self._settle(wait=True)  # a checkpoint covers only acknowledged writes
         needed = self._view.needed(lambda key: self._key_or_new(key).next_position)
         self._marker = store.end() if needed is None else needed
         self._view = LiveView.build(
@@ -103,7 +151,7 @@ class RuntimeOperator:
         return self._number
 
     def crash(self) -> None:
-        self._lose()
+        self._crash()
 
     def restore(self) -> None:
         self._guarded(self._restore, "restore", require_up=False)
@@ -115,6 +163,7 @@ class RuntimeOperator:
                     head = ks.expected.head
                     self._diverge(ks, head.position, head.identity, "end of input")
                 self._advance(ks)
+            self._settle(wait=True)
 
         self._guarded(finish, "end")
         return {ks.key: dict(ks.memory) for ks in self._keys.values()}
@@ -162,6 +211,12 @@ class RuntimeOperator:
 
     # -- state ----------------------------------------------------------------------------
 
+    def _crash(self) -> None:
+        """A crash: the reports of the writes still in flight are never made. Each of
+        those writes is durable or lost (:attr:`in_flight_at_crashes` keeps them)."""
+        self.in_flight_at_crashes.append((self._store, list(self._unreported)))
+        self._lose()
+
     def _lose(self) -> None:
         """A crash: every piece of in-memory state goes, the store client too."""
         store, self._store = self._store, None
@@ -170,6 +225,7 @@ class RuntimeOperator:
             store.close()
         self._keys, self._view, self._volatile = {}, LiveView(), []
         self._marker = self._number = 0
+        self._unreported = []
 
     def _up(self, what: str) -> ActionStateStore:
         if self._store is None:
@@ -182,7 +238,7 @@ class RuntimeOperator:
         try:
             step()
         except (Crashed, StoreError):
-            self._lose()
+            self._crash()
             raise
 
     def _key(self, key: Key) -> KeyState:
@@ -205,10 +261,39 @@ class RuntimeOperator:
         assert self._env is not None, "the runtime is not open"
         return self._env
 
-    def _write(self, entry: Entry) -> int:
-        (index,) = self._up("write").append([entry])
+    def _write(self, entry: Entry, event: Callable[[int], t.Event], wait: bool = False) -> int:
+        """Write ``entry`` and report ``event(id)`` once it is durable: at once, or, when
+        pipelined, when the store acknowledges it (``wait``: before going on)."""
+        store = self._up("write")
+        if not self.pipelined:
+            (index,) = store.append([entry])
+            self._view.add(index, entry)
+            self.env.report(event(index))
+            return index
+        (index,) = store.send([entry])
         self._view.add(index, entry)
+        self._unreported.append((index, event(index)))
+        self._settle(wait=wait)
         return index
+
+    def _settle(self, wait: bool = False, upto: int | None = None) -> None:
+        """Report the writes the store acknowledged, in write order; with ``wait``, or
+        when the write ``upto`` names is not acknowledged yet, wait for all first."""
+        if not self._unreported:
+            return
+        store = self._up("write")
+        acked = store.acknowledged()
+        if wait or (upto is not None and upto >= acked):
+            store.flush()
+            acked = store.acknowledged()
+        done = 0
+        for index, _ in self._unreported:
+            if index >= acked:
+                break
+            done += 1
+        reports, self._unreported = self._unreported[:done], self._unreported[done:]
+        for _, event in reports:
+            self.env.report(event)
 
     # -- restore --------------------------------------------------------------------------
 
@@ -314,8 +399,9 @@ class RuntimeOperator:
         for target, completions in zip(targets, voided, strict=True):
             one = Invalidation(target, inv.position, inv.keep)
             if c.durable_invalidation:
-                self._write(one)
-                self.env.report(t.Invalidate(key, inv.position, completions))
+                # durable before any tool call after the divergence (a crash sweep with
+                # writes in flight finds the reuse of a voided completion otherwise)
+                self._write(one, _same(t.Invalidate(key, inv.position, completions)), wait=True)
             else:
                 index = self._up("invalidate").end()
                 self._volatile.append((index, one))
@@ -334,8 +420,11 @@ class RuntimeOperator:
         env.report(t.Accept(key, position, ident, dig))
         ordered = recorded or c.record_order == "no"
         if c.record_order == "before-first-tool-call" and not ordered:
-            self._write(OrderEntry(key, position, ident, dig, record.channel, record.offset))
-            env.report(t.Order(key, position, ident, dig))
+            self._write(
+                OrderEntry(key, position, ident, dig, record.channel, record.offset),
+                lambda _: t.Order(key, position, ident, dig),
+                wait=True,  # durable before the first tool call
+            )
             ordered = True
         for path, action in self._agent.plan():
             reads = read(memory, action)
@@ -349,6 +438,7 @@ class RuntimeOperator:
             )
             if found is not None:
                 index, saved = found
+                self._settle(upto=index)  # reuse only what is durable
                 env.report(t.Reuse(key, position, ident, dig, path, index, reads))
                 writes, outputs = saved.writes, saved.outputs
             else:
@@ -363,7 +453,7 @@ class RuntimeOperator:
                 effects = execute(action, path, record, reads, results)
                 writes, outputs = effects.writes, effects.outputs
                 carries = c.record_order == "with-first-completion" and not ordered
-                index = self._write(
+                self._write(
                     Completion(
                         key,
                         position,
@@ -376,14 +466,16 @@ class RuntimeOperator:
                         carries,
                         record.channel,
                         record.offset,
-                    )
+                    ),
+                    _saved(t.Save(key, position, ident, dig, path, -1, reads, carries)),
                 )
-                env.report(t.Save(key, position, ident, dig, path, index, reads, carries))
                 ordered = ordered or carries
             memory.update(writes)
             for value in outputs:
                 env.output(key, ident, path, value)
         if not ordered:
-            self._write(OrderEntry(key, position, ident, dig, record.channel, record.offset))
-            env.report(t.Order(key, position, ident, dig))
+            self._write(
+                OrderEntry(key, position, ident, dig, record.channel, record.offset),
+                lambda _: t.Order(key, position, ident, dig),
+            )
         ks.memory = memory

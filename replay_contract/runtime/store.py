@@ -5,8 +5,10 @@ protocols and nothing else:
 
 :class:`ActionStateStore`
     a client of one namespace's log. ``append`` writes entries durably, in order, and
-    returns their ids; ``read`` returns every entry from a recovery marker to the end;
-    ``end`` is the id the next entry will get; ``close`` releases the client.
+    returns their ids; ``send`` queues entries in order and returns their ids at once,
+    ``acknowledged`` says how far the log is durable and ``flush`` waits until all of it
+    is (pipelined writes, see below); ``read`` returns every entry from a recovery marker
+    to the end; ``end`` is the id the next entry will get; ``close`` releases the client.
 :class:`Namespace`
     one run's log (a Kafka topic partition, a set of Fluss tables). ``connect`` opens a
     new client; the runtime opens one at ``open`` and one after every restore, so that a
@@ -23,6 +25,18 @@ The entries are the model's values (:class:`~replay_contract.model.store.Complet
 :class:`~replay_contract.model.store.OrderEntry`,
 :class:`~replay_contract.model.store.Invalidation`); a store must give back entries equal
 to those it was given (tuples stay tuples, ``1`` stays distinct from ``"1"``).
+
+Pipelined writes: ``send`` gives each entry its id when it is queued, in order, before
+the server has it; an entry is *acknowledged* once it and every entry before it are
+durable, and ``acknowledged()`` is the id below which every sent entry is. One client
+writes one namespace at a time, in one order, so a later entry never becomes durable
+while an earlier one is lost: acknowledgement is a prefix of the log. A write the server
+rejects, or that is not acknowledged within the store's bound (retries included),
+raises :class:`StoreUnavailable` from the next call; nothing is dropped in silence. A
+client that closes with entries sent but not acknowledged waits for them (within its
+bound) or drops them, so none lands behind the back of a client opened after it: they
+are the in-flight writes of a crash, durable or lost, and a new client reads whatever
+of them landed.
 
 Failures raise :class:`StoreError` subclasses with a one-line message; the runtime treats
 one as a crash (it drops its in-memory state) and lets it propagate.
@@ -82,6 +96,23 @@ class ActionStateStore(Protocol):
         """Write ``entries`` durably, in this order, as one batch (one round trip where
         the server allows it); return their ids once every one is durable. Raises
         :class:`StoreUnavailable` after the store's bounded retries."""
+        ...
+
+    def send(self, entries: Sequence[Entry]) -> list[int]:
+        """Queue ``entries`` for writing, in this order, after every entry sent before;
+        return their ids without waiting for the server. Raises
+        :class:`StoreUnavailable` when an earlier write failed."""
+        ...
+
+    def acknowledged(self) -> int:
+        """The id below which every entry sent so far is durable (without waiting).
+        Raises :class:`StoreUnavailable` when a write failed."""
+        ...
+
+    def flush(self) -> None:
+        """Wait until every entry sent so far is durable. Raises
+        :class:`StoreUnavailable` when one is refused or not acknowledged within the
+        store's bound (retries included)."""
         ...
 
     def read(self, marker: int) -> list[tuple[int, Entry]]:

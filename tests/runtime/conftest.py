@@ -41,3 +41,9 @@ def private_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateK
         yield broker
     finally:
         broker.down()
+
+
+def pids(env: dict[str, str], service: str) -> list[int]:
+    """The pids of ``service`` as ``services status`` reports them (its state folder's)."""
+    info = services_json("status", service, env=env)
+    return [int(p) for p in info["pids"]]

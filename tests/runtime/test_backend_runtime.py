@@ -21,7 +21,7 @@ from replay_contract.runtime.fluss_backend import FlussBackend
 from replay_contract.runtime.kafka_store import KafkaBackend
 from replay_contract.runtime.store import Backend
 
-from .helpers import crash_points, judged
+from .helpers import crash_points, judged, pipelined_breaks
 
 BACKENDS = [
     pytest.param("kafka", marks=pytest.mark.kafka),
@@ -69,6 +69,17 @@ def test_builtin_scenarios_match_the_model(
 def test_a_crash_at_every_effect(backend: Backend, name: str, contract: Contract) -> None:
     for variant in crash_points(builtin(name), contract):
         judged(backend, variant, contract)
+
+
+@pytest.mark.parametrize("contract", [ORDERED, SEQNUM], ids=lambda c: c.name)
+def test_a_crash_with_writes_in_flight_breaks_no_property(
+    backend: Backend, contract: Contract
+) -> None:
+    """The pipelined runtime (its writes in flight while it goes on) crashed at every
+    effect of a run with divergences and repeated crashes: whatever of its unacknowledged
+    writes landed, the run keeps every property the reference model keeps."""
+    for variant in crash_points(builtin("divergence-then-crash"), contract):
+        assert pipelined_breaks(backend, variant, contract)[0] == [], variant.name
 
 
 def test_store_clients_close_cleanly(backend: Backend) -> None:

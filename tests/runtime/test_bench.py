@@ -22,6 +22,10 @@ SMALL = [
     "10,40",
     "--pad",
     "0,2000",
+    "--by-keys",
+    "1,4",
+    "--payloads",
+    "0,300",
 ]
 
 
@@ -44,17 +48,31 @@ def figures(backend: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     return data
 
 
-def check(data: dict[str, Any]) -> None:
+def check(data: dict[str, Any], batched: bool = False) -> None:
     by_contract = {r["contract"]: r for r in data["throughput"]}
     assert set(by_contract) == {"ordered", "seqnum"}
     for row in by_contract.values():
         assert row["writes_per_input"] == 1.0  # the position rides with the completion
-        assert row["round_trips_per_input"] == 1.0
+        if batched:  # pipelined writes: many inputs' entries per acknowledged request
+            assert 0 < row["round_trips_per_input"] < 0.5
+        else:  # the memory store lands each write at once
+            assert row["round_trips_per_input"] == 1.0
     assert data["ratio_ordered_to_seqnum"] > 0
     for row in data["recovery_by_replayed"]:
         assert row["entries_read"] == row["replayed"]
         repeated = 0 if row["contract"] == "ordered" else row["replayed"]
         assert row["tool_calls_repeated"] == repeated
+    by_keys = data["throughput_by_keys"]
+    assert [(r["keys"], r["contract"]) for r in by_keys] == [(1, "ordered"), (4, "ordered")]
+    by_payload = data["throughput_by_payload"]
+    assert [r["payload"] for r in by_payload] == [0, 300]
+    for row in by_keys + by_payload:
+        assert row["writes_per_input"] == 1.0  # at most one durable write per input
+    ceiling = data["ceiling"]
+    assert set(ceiling["memory_inputs_per_s"]) == {"ordered", "seqnum"}
+    for contract, share in ceiling["share_of_ceiling"].items():
+        own, memory = ceiling["inputs_per_s"][contract], ceiling["memory_inputs_per_s"][contract]
+        assert share == pytest.approx(own / memory, abs=0.001) and share > 0
     pads = data["recovery_by_entries_before_marker"]
     assert [r["entries_before_marker"] for r in pads] == [0, 2000]
     assert {r["entries_read"] for r in pads} == {40}  # never what lies before the marker
@@ -69,6 +87,9 @@ def test_bench_tables() -> None:
     assert result.returncode == 0, result.stderr
     assert "ordered/seqnum throughput ratio" in result.stdout
     assert "recovery vs inputs replayed for one key" in result.stdout
+    assert "memory: throughput (ordered) vs keys" in result.stdout
+    assert "memory: throughput (ordered) vs payload size" in result.stdout
+    assert "memory: the ceiling" in result.stdout
 
 
 def test_an_unknown_backend_is_one_line() -> None:
@@ -84,7 +105,7 @@ def test_bad_sizes_are_refused() -> None:
 
 @pytest.mark.kafka
 def test_bench_on_the_real_broker(kafka_bootstrap: str) -> None:
-    check(figures("kafka", env={"REPLAY_CONTRACT_KAFKA": kafka_bootstrap}))
+    check(figures("kafka", env={"REPLAY_CONTRACT_KAFKA": kafka_bootstrap}), batched=True)
 
 
 def test_bench_refuses_an_unreachable_broker() -> None:
@@ -160,6 +181,8 @@ def test_all_skips_the_backends_nobody_configured(tmp_path: Path) -> None:
         ("--repeat", "0"),
         ("--replayed", "10,-1"),
         ("--pad", "nan"),
+        ("--by-keys", "0,16"),
+        ("--payloads", "big"),
     ],
 )
 def test_bad_numbers_are_one_line(option: str, value: str) -> None:

@@ -278,3 +278,70 @@ def test_a_timed_out_write_that_lands_later_is_read_the_same_by_every_client(
     # e[1] is in the second client's view or not, but every later reader agrees with it
     assert later_read == [*first_read, (ids[0] + 1, e[3])]
     assert [x for _, x in later_read].count(e[1]) <= 1
+
+
+class _Counting:
+    """An environment that runs tools and keeps the saves and reuses reported."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[int, str]] = []
+
+    def tool(self, key, position, record, path, tool, reads):  # type: ignore[no-untyped-def]
+        return f"{tool}:{record.identity}"
+
+    def output(self, key, identity, path, value):  # type: ignore[no-untyped-def]
+        pass
+
+    def report(self, event: t.Event) -> None:
+        if isinstance(event, t.Save | t.Reuse):
+            self.kept.append((event.completion, event.identity))
+
+
+def test_a_frozen_tablet_fails_the_pipelined_runtime_clearly_and_loses_nothing(
+    private: PrivateFluss,
+) -> None:
+    from replay_contract.runtime import bench
+
+    records = bench.workload(40, 4)
+    backend = FlussBackend(private.bootstrap, timeout=4.0)
+    impl = RuntimeOperator(backend, pipelined=True, keep_namespaces=True)
+    env = _Counting()
+    impl.open(bench.AGENT, bench._topology(records), ORDERED, env)  # type: ignore[arg-type]
+    try:
+        for record in records[:20]:
+            impl.deliver(record)
+        impl.checkpoint()
+        assert len(env.kept) == 20
+        private.freeze_tablet()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as failed:
+            for record in records[20:]:
+                impl.deliver(record)  # goes on while its writes wait for the server
+            impl.checkpoint()  # waits for them: they are not acknowledged in time
+        assert time.monotonic() - started < 30.0
+        message = str(failed.value)
+        assert f"fluss at {private.bootstrap}" in message and "\n" not in message
+        assert len(env.kept) == 20  # nothing reported saved on an unacknowledged write
+        with pytest.raises(OperatorError, match="down"):
+            impl.deliver(records[20])
+        private.resume_tablet()
+        backend.timeout = 60.0
+        impl.restore()
+        for record in records[20:]:
+            impl.deliver(record)
+        impl.end()
+        assert isinstance(impl.namespace, FlussNamespace)
+        store = impl.namespace.connect()
+        try:
+            log = dict(store.read(0))
+        finally:
+            store.close()
+        # every input saved, or reused from a write that landed after all: none lost
+        assert {identity for _, identity in env.kept} == {r.identity for r in records}
+        for completion, identity in env.kept:
+            assert getattr(log.get(completion), "identity", None) == identity
+    finally:
+        impl.close()
+        if impl.namespace is not None:
+            impl.namespace.drop()
+        backend.close()

@@ -374,6 +374,10 @@ def test_bench_on_the_real_cluster(fluss_bootstrap: str) -> None:
             "6,20",
             "--pad",
             "0,300",
+            "--by-keys",
+            "2",
+            "--payloads",
+            "100",
             "--json",
         ],
         capture_output=True,
@@ -386,7 +390,9 @@ def test_bench_on_the_real_cluster(fluss_bootstrap: str) -> None:
     figures = json.loads(result.stdout)["backends"]["fluss"]
     for row in figures["throughput"]:
         assert row["writes_per_input"] == 1.0  # the order rides with the first completion
-        assert row["round_trips_per_input"] == 2.0  # the log and the point-lookup index
+        # pipelined: one request to the log and one to the point-lookup index for many
+        # inputs' entries
+        assert 0 < row["round_trips_per_input"] < 1.0
     for row in figures["recovery_by_replayed"]:
         assert row["entries_read"] == row["replayed"]
         repeated = 0 if row["contract"] == ORDERED.name else row["replayed"]

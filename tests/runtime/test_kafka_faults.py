@@ -6,11 +6,15 @@ These tests use a broker of their own (``private_kafka``), stopped and started t
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from replay_contract.conformance.compare import first_difference
 from replay_contract.conformance.reference import reference_steps
@@ -20,11 +24,12 @@ from replay_contract.model.catalogue import builtin
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Step
+from replay_contract.model.topology import Record
 from replay_contract.runtime.kafka_store import KafkaBackend, KafkaNamespace
 from replay_contract.runtime.operator import OperatorError, RuntimeOperator
 from replay_contract.runtime.store import StoreUnavailable
 
-from .conftest import PrivateKafka
+from .conftest import PrivateKafka, pids
 from .helpers import ByHand
 
 pytestmark = pytest.mark.kafka
@@ -135,4 +140,120 @@ def test_a_broker_down_past_the_bound_fails_clearly_then_recovers(broker: Privat
         assert _topic_entries(impl.namespace) == list(simulate(equivalent, ORDERED).world.store)
     finally:
         impl.close()
+        impl.namespace.drop()
+
+
+# -- pipelined writes: failures surface, nothing is lost -------------------------------
+
+
+class _Counting:
+    """An environment that runs tools and keeps the saves and reuses reported."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[int, str]] = []
+        self.reused: list[tuple[int, str]] = []
+
+    def tool(self, key, position, record, path, tool, reads):  # type: ignore[no-untyped-def]
+        return f"{tool}:{record.identity}"
+
+    def output(self, key, identity, path, value):  # type: ignore[no-untyped-def]
+        pass
+
+    def report(self, event: t.Event) -> None:
+        if isinstance(event, t.Save):
+            self.saved.append((event.completion, event.identity))
+        elif isinstance(event, t.Reuse):
+            self.reused.append((event.completion, event.identity))
+
+
+def _pipelined(backend: KafkaBackend, records: int, payload: str = "") -> tuple[Any, ...]:
+    from replay_contract.runtime import bench
+
+    recs = [
+        Record(r.identity, r.key, {"n": r.payload["n"], "pad": payload}, r.channel, r.offset)
+        for r in bench.workload(records, 4)
+    ]
+    impl = RuntimeOperator(backend, pipelined=True, keep_namespaces=True)
+    env = _Counting()
+    impl.open(bench.AGENT, bench._topology(recs), ORDERED, env)  # type: ignore[arg-type]
+    return impl, env, recs
+
+
+def _every_save_is_in_the_topic(impl: RuntimeOperator, env: _Counting) -> None:
+    assert isinstance(impl.namespace, KafkaNamespace)
+    entries = dict(enumerate(_topic_entries(impl.namespace)))
+    for completion, identity in env.saved + env.reused:
+        assert getattr(entries.get(completion), "identity", None) == identity
+
+
+def test_a_frozen_broker_fails_the_pipelined_runtime_clearly_and_loses_nothing(
+    broker: PrivateKafka,
+) -> None:
+    impl, env, recs = _pipelined(KafkaBackend(broker.bootstrap, timeout=3.0), 40)
+    frozen = pids(broker.env, "kafka")
+    try:
+        for record in recs[:20]:
+            impl.deliver(record)
+        impl.checkpoint()
+        assert len(env.saved) == 20
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as failed:
+            for record in recs[20:]:
+                impl.deliver(record)  # goes on while its writes wait for the broker
+            impl.checkpoint()  # waits for them: they time out
+        assert time.monotonic() - started < 15.0
+        message = str(failed.value)
+        assert f"kafka at {broker.bootstrap}" in message and "\n" not in message
+        assert "within 3 s" in message, message
+        assert len(env.saved) == 20  # nothing reported saved on an unacknowledged write
+        with pytest.raises(OperatorError, match="down"):
+            impl.deliver(recs[20])
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    time.sleep(2.0)  # whatever the broker still had on its sockets lands now
+    impl.restore()
+    for record in recs[20:]:
+        impl.deliver(record)
+    impl.end()
+    try:
+        # every input saved, or reused from a write that landed after all: none lost
+        assert {i for _, i in env.saved + env.reused} == {r.identity for r in recs}
+        _every_save_is_in_the_topic(impl, env)
+    finally:
+        impl.close()
+        assert impl.namespace is not None
+        impl.namespace.drop()
+
+
+def test_a_write_the_broker_refuses_is_an_error_not_a_loss(broker: PrivateKafka) -> None:
+    backend = KafkaBackend(broker.bootstrap, timeout=5.0)
+    impl, env, recs = _pipelined(backend, 8, payload="x" * 2000)
+    try:
+        assert isinstance(impl.namespace, KafkaNamespace)
+        small = ConfigResource(
+            ConfigResource.Type.TOPIC,
+            impl.namespace.topic,
+            incremental_configs=[
+                ConfigEntry(
+                    "max.message.bytes", "1024", incremental_operation=AlterConfigOpType.SET
+                )
+            ],
+        )
+        for done in backend.admin.incremental_alter_configs([small]).values():
+            done.result(10)
+        with pytest.raises(StoreUnavailable) as failed:
+            for record in recs:
+                impl.deliver(record)
+            impl.checkpoint()
+        message = str(failed.value)
+        assert "\n" not in message and impl.namespace.topic in message
+        assert "too large" in message.lower() or "MSG_SIZE_TOO_LARGE" in message, message
+        assert env.saved == []  # the refused writes were never reported saved
+        assert _topic_entries(impl.namespace) == []
+    finally:
+        impl.close()
+        assert impl.namespace is not None
         impl.namespace.drop()

@@ -78,6 +78,8 @@ def test_an_undecodable_record_is_refused_with_its_place(backend) -> None:  # ty
         producer = Producer({"bootstrap.servers": backend.bootstrap, "logger": LOG})
         producer.produce(namespace.topic, key=b"s1:x", value=b"{not json", partition=0)
         assert producer.flush(20) == 0
+        store.close()  # a client is its partition's only writer: a new one comes after
+        store = namespace.connect()
         store.append([OrderEntry("K", 2, "C", "d")])
         store.close()
         reader = namespace.connect()
