@@ -45,7 +45,7 @@ from typing import Any
 
 from attrs import evolve
 
-from replay_contract.cli import OneLineParser, one_line, positive_int, positive_number
+from replay_contract.arguments import OneLineParser, one_line, positive_int, positive_number
 from replay_contract.model.bounded import Exploration, explore
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError

@@ -22,7 +22,7 @@ from typing import Any
 
 from attrs import frozen
 
-from replay_contract.cli import OneLineParser
+from replay_contract.arguments import OneLineParser
 from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.scenario import Scenario, loads
 

@@ -27,7 +27,6 @@ from replay_contract.conformance.interface import Capabilities, Crashed, Environ
 from replay_contract.model import trace as t
 from replay_contract.model.agent import Agent, execute, read
 from replay_contract.model.contracts import CONTRACTS, Contract
-from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.store import Completion, Entry, Invalidation, OrderEntry
 from replay_contract.model.topology import Key, Record, Topology
 
@@ -35,9 +34,9 @@ from .state import CheckpointStorage, Expected, KeyState, Snapshot
 from .store import ActionStateStore, Backend, Namespace, StoreError, StoreStats
 from .view import KeyName, LiveView, key_name
 
-#: Every named contract and mutant; any other :class:`Contract` value runs as well (claim
-#: its name with ``RuntimeOperator(..., claims=...)``).
-CLAIMED = (*CONTRACTS, *MUTANTS)
+#: Every published contract; any other :class:`Contract` value (a mutant of the tests,
+#: say) runs as well: claim its name with ``RuntimeOperator(..., claims=...)``.
+CLAIMED = tuple(CONTRACTS)
 
 
 class OperatorError(StoreError):
