@@ -60,3 +60,8 @@ def test_the_check_itself_sees_imports() -> None:
     found = imports(ROOT / "conformance" / "targets.py", PARTS["conformance"])
     assert "replay_contract.conformance.interface.Implementation" in found
     assert "replay_contract.errors.CommandError" in found
+
+
+def test_the_model_does_not_import_the_specification() -> None:
+    """The specification reads the model; the model never reads the specification."""
+    assert offenders("model", ("replay_contract.spec",)) == []

@@ -65,10 +65,11 @@ def test_a_wheel_runs_the_commands_outside_the_checkout(tmp_path: Path) -> None:
         python, "-c",
         "from replay_contract.spec import manifest as m\n"
         "from replay_contract.model.run import simulate\n"
+        "from replay_contract.spec.summary import summary\n"
         "from replay_contract.model.contracts import CONTRACTS\n"
         "es = [e for e in m.load() if e.counterexample]\n"
         "run = simulate(m.counterexample(es[0]), CONTRACTS[es[0].contract])\n"
-        "print(len(es), run.summary()['violations'])",
+        "print(len(es), summary(run)['violations'])",
         cwd=away,
     )  # fmt: skip
     assert manifest.returncode == 0, manifest.stderr[-3000:]

@@ -13,6 +13,7 @@ from replay_contract.model.files import read_json
 from replay_contract.model.narrate import render, table
 from replay_contract.model.run import Run, simulate
 from replay_contract.spec.properties import check_all
+from replay_contract.spec.summary import summary
 
 
 def register(sub: Any) -> None:
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     runs = [simulate(scenario, c) for c in chosen_contracts(args)]
     if args.json:
-        summaries = [r.summary() for r in runs]
+        summaries = [summary(r) for r in runs]
         print(
             json.dumps(
                 summaries[0] if len(summaries) == 1 else summaries, indent=2, ensure_ascii=False
@@ -74,7 +75,7 @@ def comparison(runs: list[Run]) -> str:
     """One row per contract: the figures side by side."""
     rows = []
     for r in runs:
-        s = r.summary()
+        s = summary(r)
         rows.append(
             (
                 r.contract.name,
