@@ -319,11 +319,13 @@ def command(target: str, *, progress: bool = True) -> list[str]:
 
 
 def implementation(
-    target: str, timeout: float | None = None, log_folder: Path | None = None
+    backend: str, timeout: float | None = None, log_folder: Path | None = None
 ) -> Any:
-    """The process implementation of ``target`` (``flink-agents:kafka``, ...)."""
+    """The ``flink-agents:<backend>[:<restore>]`` targets (the entry point's function):
+    the adapter as a process implementation."""
     import shlex
 
     from .process import TIMEOUT, ProcessImplementation
 
-    return ProcessImplementation(shlex.join(command(target)), timeout or TIMEOUT, log_folder)
+    command_line = shlex.join(command(f"{NAME}:{backend}"))
+    return ProcessImplementation(command_line, timeout or TIMEOUT, log_folder)

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from attrs import frozen
 
+from replay_contract.errors import TargetUnavailable as TargetUnavailable
 from replay_contract.model import trace as t
 from replay_contract.model.agent import Agent, Path
 from replay_contract.model.contracts import Contract
@@ -56,19 +57,6 @@ class Crashed(Exception):
     decision (``Accept``, ``Wait``, ``GiveUp``) before its first durable write. Any call
     after a ``Crashed`` within the same step raises again and fails the scenario.
     """
-
-
-class TargetUnavailable(Exception):
-    """Raised by an implementation that cannot go on for a reason outside the contract:
-    its server went away, its process exited or stopped answering. The scenario's
-    verdict is then ``error``, not ``failed``: the outage says nothing about the
-    contract. The message names the cause (the broker at 127.0.0.1:PORT went away, the
-    target exited with status N, was killed by signal S).
-
-    An implementation may also have an optional ``health()`` method returning ``None``
-    when what it depends on is there, else the cause as one line; the suite asks it
-    after a scenario fails (a failure while the broker is gone is an error) and before
-    a scenario that follows an error (so an outage costs no further waiting)."""
 
 
 class Environment(Protocol):

@@ -66,7 +66,7 @@ class _ReplaySession:
     """The target and contract of one pytest session, the target started once."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from replay_contract.cli import CommandError
+        from replay_contract.errors import CommandError
         from replay_contract.model.contracts import contract
         from replay_contract.model.errors import UnknownContractError
 

@@ -16,11 +16,12 @@ from typing import Any
 
 from attrs import evolve, field, frozen
 
+from . import keyed, recovery
 from . import trace as t
-from .agent import Agent, call_tool, execute, read
+from .agent import Agent, Path, call_tool
 from .contracts import Contract
 from .errors import ScenarioError
-from .store import Completion, Entry, Invalidation, OrderEntry, Recorded, StoreView
+from .store import Entry, Invalidation, Recorded, StoreView
 from .topology import Key, Record, Topology
 
 
@@ -30,7 +31,6 @@ class KeyState:
 
     next_position: int = 0
     memory: Mapping[str, Any] = field(factory=dict)
-    history: tuple[tuple[str, str], ...] = ()
     waiting: tuple[Record, ...] = ()
     expected: tuple[Recorded, ...] = ()
     diverge_at: int | None = None
@@ -123,8 +123,8 @@ def deliver(world: World, identity: str, crash_after: int | None = None) -> Worl
     session.operator = evolve(
         session.operator, offsets={**world.operator.offsets, record.channel: record.offset + 1}
     )
-    session.emit(t.Deliver.of(delivered))
-    session.arrive(delivered)
+    session.report(t.Deliver.of(delivered))
+    recovery.arrive(session, delivered)
     high = {
         **world.high_water,
         record.channel: max(world.high_water.get(record.channel, 0), record.offset + 1),
@@ -165,17 +165,11 @@ def restore(world: World, crash_after: int | None = None) -> World:
         raise ScenarioError("restore: the operator is running (crash it first)")
     saved = world.checkpoint
     session = _Session(evolve(world, operator=saved.operator))
-    session.emit(t.Restore(saved.checkpoint))
+    session.report(t.Restore(saved.checkpoint))
     if world.contract.wait:
-        view = session.view()
-        keys = {_k(k): k for k in view.keys()}  # noqa: SIM118 (a StoreView, not a dict)
+        keys = {_k(k): k for k in session.view().keys()}  # noqa: SIM118 (a StoreView)
         keys.update({_k(r.key): r.key for ks in saved.operator.keys.values() for r in ks.waiting})
-        for key in keys.values():
-            ks = session.key(key)
-            expected = view.recorded_order(key, ks.next_position)
-            session.put(key, evolve(ks, expected=expected, diverge_at=None))
-        for key in keys.values():
-            session.advance(key)
+        recovery.restore_order(session, keys.values())
     return _commit(world, session, crash_after)
 
 
@@ -183,12 +177,7 @@ def end(world: World) -> World:
     """End of input: give up every recorded input still missing, flush, commit."""
     _require_up(world, "end")
     session = _Session(world)
-    for key in [ks_key for ks_key in _keys_in(world.operator)]:
-        ks = session.key(key)
-        if ks.expected:
-            head = ks.expected[0]
-            session.diverge(key, head.position, head.identity, "end of input")
-        session.advance(key)
+    recovery.end_of_input(session)
     world = _commit(world, session, None)
     memory = tuple(
         (ks_key, tuple(sorted(world.operator.key(ks_key).memory.items())))
@@ -220,7 +209,7 @@ def _commit(world: World, session: _Session, crash_after: int | None) -> World:
     if crash_after is None:
         return evolve(
             world,
-            operator=session.operator,
+            operator=session.finish(),
             store=world.store + tuple(e for _, e in writes),
             events=world.events + tuple(events),
         )
@@ -237,11 +226,13 @@ def _commit(world: World, session: _Session, crash_after: int | None) -> World:
     return evolve(world, operator=down, store=store, events=world.events + kept + (t.Crash(),))
 
 
-# -- handling inputs ---------------------------------------------------------------------
+# -- the host of the rules ---------------------------------------------------------------
 
 
 class _Session:
-    """Local, mutable scratch for one step; nothing of it escapes but through _commit."""
+    """The model as the host of the contract's rules (:class:`~.keyed.Host`) for one
+    step: local, mutable scratch over the frozen world; nothing of it escapes but through
+    :func:`_commit` (the keys it changed, frozen again by :meth:`finish`)."""
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -250,23 +241,64 @@ class _Session:
         self.operator = world.operator
         self.events: list[t.Event] = []
         self.writes: list[tuple[int, Entry]] = []  # (event index, entry)
+        self.working: dict[tuple[str, Key], keyed.KeyState] = {}
 
-    # state access
-    def key(self, key: Key) -> KeyState:
-        return self.operator.key(key)
+    def state(self, key: Key) -> keyed.KeyState:
+        name = _k(key)
+        ks = self.working.get(name)
+        if ks is None:
+            saved = self.operator.key(key)
+            ks = self.working[name] = keyed.KeyState(
+                key,
+                saved.next_position,
+                dict(saved.memory),
+                list(saved.waiting),
+                keyed.Expected(saved.expected),
+                saved.diverge_at,
+            )
+        return ks
 
-    def put(self, key: Key, ks: KeyState) -> None:
-        self.operator = evolve(self.operator, keys={**self.operator.keys, _k(key): ks})
+    def known_keys(self) -> list[Key]:
+        names = {**{name: None for name in self.operator.keys}, **dict.fromkeys(self.working)}
+        return [name[1] for name in names]
 
-    def emit(self, event: t.Event) -> None:
+    def finish(self) -> Operator:
+        """The operator with the keys this step changed, frozen again."""
+        changed = {
+            name: KeyState(
+                ks.next_position,
+                dict(ks.memory),
+                tuple(ks.waiting),
+                tuple(ks.expected),
+                ks.diverge_at,
+            )
+            for name, ks in self.working.items()
+        }
+        return evolve(self.operator, keys={**self.operator.keys, **changed})
+
+    def report(self, event: t.Event) -> None:
         self.events.append(event)
 
-    def log_length(self) -> int:
-        return len(self.world.store) + len(self.writes)
-
-    def write(self, entry: Entry, event: t.Event) -> None:
+    def write(self, entry: Entry) -> int:
+        index = len(self.world.store) + len(self.writes)
         self.writes.append((len(self.events), entry))
-        self.emit(event)
+        return index
+
+    def invalidate_in_memory(self, inv: Invalidation) -> None:
+        index = len(self.world.store) + len(self.writes)
+        self.operator = evolve(self.operator, volatile=(*self.operator.volatile, (index, inv)))
+
+    def tool(
+        self, key: Key, position: int, record: Record, path: Path, tool: str, reads: tuple[Any, ...]
+    ) -> Any:
+        result = call_tool(tool, record, path, reads)
+        self.report(t.Tool(key, position, record.identity, record.digest, path, tool, result))
+        return result
+
+    def output(self, key: Key, identity: str, path: Path, value: Any) -> None:
+        out = t.Output(key, identity, path, value)
+        self.report(out)
+        self.operator = evolve(self.operator, pending=(*self.operator.pending, out))
 
     def view(self) -> StoreView:
         log = self.world.store + tuple(e for _, e in self.writes)
@@ -274,183 +306,3 @@ class _Session:
         entries.extend(self.operator.volatile)
         entries.sort(key=lambda pair: (pair[0], not isinstance(pair[1], Invalidation)))
         return StoreView(tuple(entries))
-
-    # arrival, waiting and divergence
-    def arrive(self, record: Record) -> None:
-        ks = self.key(record.key)
-        if not (self.contract.wait and ks.recovering):
-            self.accept(record, recorded=False)
-            return
-        if self.contract.split_order:
-            arrived = {w.identity for w in ks.waiting} | {record.identity}
-            for r in ks.expected:
-                if (
-                    r.channel == record.channel
-                    and r.offset < record.offset
-                    and r.identity not in arrived
-                ):
-                    self.emit(
-                        t.GiveUp(
-                            record.key,
-                            r.position,
-                            r.identity,
-                            f"a later record of channel {record.channel!r} arrived",
-                        )
-                    )
-                    ks = evolve(
-                        ks,
-                        expected=tuple(e for e in ks.expected if e.position < r.position),
-                        diverge_at=r.position
-                        if ks.diverge_at is None
-                        else min(ks.diverge_at, r.position),
-                    )
-                    break
-        self.put(record.key, evolve(ks, waiting=(*ks.waiting, record)))
-        self.advance(record.key)
-        ks = self.key(record.key)
-        if any(w.identity == record.identity for w in ks.waiting):
-            awaiting = ks.expected[0].identity if ks.expected else ""
-            self.emit(t.Wait(record.key, record.identity, awaiting))
-            if len(ks.waiting) > self.contract.give_up_after and ks.expected:
-                head = ks.expected[0]
-                self.diverge(
-                    record.key,
-                    head.position,
-                    head.identity,
-                    f"more than {self.contract.give_up_after} inputs waited",
-                )
-                self.advance(record.key)
-
-    def advance(self, key: Key) -> None:
-        """Accept what the recorded order allows, then what waits once it is exhausted."""
-        while True:
-            ks = self.key(key)
-            if ks.expected:
-                head = ks.expected[0]
-                match = next((w for w in ks.waiting if w.identity == head.identity), None)
-                if match is None:
-                    return
-                if match.digest != head.digest:
-                    self.diverge(key, head.position, head.identity, "the input came back changed")
-                    continue
-                self.put(
-                    key,
-                    evolve(
-                        ks,
-                        expected=ks.expected[1:],
-                        waiting=tuple(w for w in ks.waiting if w is not match),
-                    ),
-                )
-                self.accept(match, recorded=True)
-            elif ks.diverge_at is not None:
-                missing = ks.diverge_at
-                self.diverge(key, missing, "", "its recorded input is missing")
-            else:
-                waiting = ks.waiting
-                self.put(key, evolve(ks, waiting=()))
-                for record in waiting:
-                    self.accept(record, recorded=False)
-                return
-
-    def diverge(self, key: Key, position: int, missing: str, reason: str) -> None:
-        """The key's history diverges at ``position``: void its saved suffix."""
-        if missing:
-            self.emit(t.GiveUp(key, position, missing, reason))
-        ks = self.key(key)
-        self.put(key, evolve(ks, expected=(), diverge_at=None))
-        self.invalidate(key, Invalidation(key, ks.next_position))
-
-    def invalidate(self, key: Key, inv: Invalidation) -> None:
-        every = self.contract.invalidation_scope == "all"
-        view = self.view()
-        targets = view.keys() if every else [key]
-        for target in targets:
-            one = Invalidation(target, inv.position, inv.keep)
-            voided = view.voided_by(one)
-            if self.contract.durable_invalidation:
-                self.write(one, t.Invalidate(key, inv.position, voided))
-            else:
-                self.operator = evolve(
-                    self.operator, volatile=(*self.operator.volatile, (self.log_length(), one))
-                )
-                self.emit(t.Invalidate(key, inv.position, voided, durable=False))
-
-    # running the actions of one accepted input
-    def accept(self, record: Record, recorded: bool) -> None:
-        c = self.contract
-        ks = self.key(record.key)
-        position = ks.next_position
-        memory = dict(ks.memory)
-        self.put(
-            record.key,
-            evolve(
-                ks,
-                next_position=position + 1,
-                history=(*ks.history, (record.identity, record.digest)),
-            ),
-        )
-        key, ident, dig = record.key, record.identity, record.digest
-        self.emit(t.Accept(key, position, ident, dig))
-        ordered = recorded or c.record_order == "no"
-        if c.record_order == "before-first-tool-call" and not ordered:
-            self.write(
-                OrderEntry(key, position, ident, dig, record.channel, record.offset),
-                t.Order(key, position, ident, dig),
-            )
-            ordered = True
-        for path, action in self.agent.plan():
-            reads = read(memory, action)
-            found = self.view().find(
-                key,
-                path,
-                identity=ident,
-                digest=dig,
-                position=position if c.match == "position" else None,
-                reads=reads if c.match == "reads" else None,
-            )
-            if found is not None:
-                index, saved = found
-                self.emit(t.Reuse(key, position, ident, dig, path, index, reads))
-                writes, outputs = saved.writes, saved.outputs
-            else:
-                if c.on_miss == "invalidate":
-                    inv = Invalidation(key, position, keep=(ident, dig))
-                    if self.view().voided_by(inv):
-                        self.invalidate(key, inv)
-                results = tuple(
-                    (tool, call_tool(tool, record, path, reads)) for tool in action.tools
-                )
-                for tool, result in results:
-                    self.emit(t.Tool(key, position, ident, dig, path, tool, result))
-                effects = execute(action, path, record, reads, results)
-                writes, outputs = effects.writes, effects.outputs
-                carries = c.record_order == "with-first-completion" and not ordered
-                entry = Completion(
-                    key,
-                    position,
-                    ident,
-                    dig,
-                    path,
-                    reads,
-                    writes,
-                    outputs,
-                    carries,
-                    record.channel,
-                    record.offset,
-                )
-                self.write(
-                    entry,
-                    t.Save(key, position, ident, dig, path, self.log_length(), reads, carries),
-                )
-                ordered = ordered or carries
-            memory.update(writes)
-            for value in outputs:
-                out = t.Output(key, ident, path, value)
-                self.emit(out)
-                self.operator = evolve(self.operator, pending=(*self.operator.pending, out))
-        if not ordered:
-            self.write(
-                OrderEntry(key, position, ident, dig, record.channel, record.offset),
-                t.Order(key, position, ident, dig),
-            )
-        self.put(key, evolve(self.key(key), memory=memory))

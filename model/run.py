@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from attrs import frozen
 
 from . import operator as op
@@ -56,27 +54,6 @@ class Run:
     @property
     def trace(self) -> t.Trace:
         return t.Trace(self.scenario.agent, self.contract.basis, self.world.events)
-
-    def summary(self) -> dict[str, Any]:
-        from replay_contract.spec.properties import check_all, repeated_tool_calls
-
-        events = self.world.events
-        verdicts = check_all(self.trace)
-        end = next(e for e in reversed(events) if isinstance(e, t.End))
-        return {
-            "scenario": self.scenario.name,
-            "contract": self.contract.name,
-            "tool_calls": sum(isinstance(e, t.Tool) for e in events),
-            "repeated_tool_calls": len(repeated_tool_calls(self.trace)),
-            "reused": sum(isinstance(e, t.Reuse) for e in events),
-            "waited": sum(isinstance(e, t.Wait) for e in events),
-            "invalidated": sum(isinstance(e, t.Invalidate) for e in events),
-            "violations": [v.property for v in verdicts if not v.holds],
-            "final_memory": [{"key": k, "memory": dict(fields)} for k, fields in end.memory],
-            "outputs": [
-                {"key": o.key, "input": o.identity, "value": o.value} for o in self.world.committed
-            ],
-        }
 
 
 def simulate(scenario: Scenario, contract: Contract) -> Run:

@@ -37,6 +37,7 @@ from replay_contract.model.run import Run, simulate
 from replay_contract.model.scenario import Scenario, load
 from replay_contract.model.topology import key_text
 from replay_contract.spec import properties
+from replay_contract.spec.summary import summary
 
 #: A marker: ``<!-- gen: NAME key=value ... -->`` alone on its line.
 MARKER = re.compile(r"^<!--\s*gen:\s*(?P<name>[\w-]+)(?P<args>[^\n]*?)\s*-->[ \t]*$", re.M)
@@ -202,7 +203,7 @@ def gen_catalogue_matrix(root: Path) -> str:
         rows.append(
             [
                 f"`{scenario.name}`",
-                *(_cell(simulate(scenario, c).summary()) for c in CONTRACTS.values()),
+                *(_cell(summary(simulate(scenario, c))) for c in CONTRACTS.values()),
             ]
         )
     return md_table(["scenario", *(f"`{c}`" for c in CONTRACTS)], rows)
@@ -238,12 +239,12 @@ def _witnesses(run: Run) -> dict[str, Sequence[int]]:
 def gen_run_table(root: Path, scenario: str, contract: str) -> str:
     """One scenario under one contract: the run table and the figures of the run."""
     run = simulate(_scenario(scenario, root), _contract(contract))
-    summary = run.summary()
-    broke = ", ".join(f"`{v}`" for v in summary["violations"]) or "none"
+    figures = summary(run)
+    broke = ", ".join(f"`{v}`" for v in figures["violations"]) or "none"
     return (
         run_table(run, _witnesses(run))
-        + f"\n{summary['tool_calls']} tool calls, {summary['repeated_tool_calls']} of "
-        f"them repeated; {summary['reused']} completions reused. Properties broken: "
+        + f"\n{figures['tool_calls']} tool calls, {figures['repeated_tool_calls']} of "
+        f"them repeated; {figures['reused']} completions reused. Properties broken: "
         f"{broke}.\n"
     )
 

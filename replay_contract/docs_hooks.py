@@ -2,6 +2,8 @@
 
 - ``on_page_markdown`` expands the ``<!-- gen: ... -->`` markers of every page with
   :func:`replay_contract.docs_gen.expand_markers`.
+- ``on_startup`` stages the package in its installed layout under ``build/api-src``
+  (:func:`replay_contract.layout.stage`), where the API pages read the docstrings.
 - ``on_files`` adds the Mermaid runtime to the site (:func:`mermaid_js`) so that the
   diagrams render without a CDN, and a stand-in page for the process protocol while
   ``docs/protocol.md`` does not exist yet.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_contract.docs_gen import GenerationError, expand_markers
+from replay_contract.layout import stage
 
 log = logging.getLogger("mkdocs.hooks.replay_contract")
 
@@ -114,6 +117,17 @@ def mermaid_js() -> tuple[Path, Path | None]:
 
 def _root(config: Any) -> Path:
     return Path(config["config_file_path"]).resolve().parent
+
+
+#: Where ``on_startup`` stages the package for the API pages (``paths`` of the
+#: mkdocstrings handler in ``mkdocs.yml``), below the checkout that holds this hook.
+API_SOURCES = Path("build") / "api-src"
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    # before any plugin's on_config: the handler's paths must exist when it starts
+    root = Path(__file__).resolve().parents[1]
+    stage(root, root / API_SOURCES)
 
 
 def on_files(files: Any, config: Any) -> Any:

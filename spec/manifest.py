@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from replay_contract.cli import OneLineParser
+from replay_contract.arguments import OneLineParser
 from replay_contract.model.contracts import CONTRACTS
+from replay_contract.model.scenario import Scenario, loads
 
 from .bound import DEFAULT_ENGINE, Bound, parse
 
+#: The folder of this package in a checkout (``--write`` rewrites the counterexample files
+#: there); reading goes through :mod:`importlib.resources`, so an installed wheel reads
+#: the manifest and the counterexamples it ships as package data.
 ROOT = Path(__file__).resolve().parent
 PATH = ROOT / "manifest.json"
 
@@ -41,8 +46,10 @@ class Expected:
     counterexample: str = ""
 
 
-def load(path: Path = PATH) -> list[Expected]:
-    data = json.loads(path.read_text())
+def load(path: Path | None = None) -> list[Expected]:
+    """The manifest's entries: the packaged ``manifest.json``, or the file at ``path``."""
+    text = path.read_text() if path is not None else _packaged("manifest.json")
+    data = json.loads(text)
     out = []
     for item in data["verdicts"]:
         out.append(
@@ -57,6 +64,19 @@ def load(path: Path = PATH) -> list[Expected]:
             )
         )
     return out
+
+
+def counterexample(e: Expected) -> Scenario:
+    """The counterexample scenario an entry names (``spec/counterexamples/NAME.json``),
+    read from the package's data."""
+    if not e.counterexample:
+        raise ValueError(f"{e.contract} / {e.property}: the manifest names no counterexample")
+    relative = e.counterexample.removeprefix("spec/")
+    return loads(_packaged(*relative.split("/")), e.counterexample)
+
+
+def _packaged(*parts: str) -> str:
+    return resources.files(__package__).joinpath(*parts).read_text()
 
 
 def check(entries: list[Expected], write: bool = False) -> list[str]:

@@ -111,7 +111,7 @@ from dataclasses import dataclass, field, replace
 
 import z3
 
-from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.arguments import OneLineParser, positive_int
 
 from .parametric import (
     BOOL,

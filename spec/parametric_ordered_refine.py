@@ -62,7 +62,7 @@ from typing import Any
 
 import z3
 
-from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, Contract
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 import z3
 
-from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named

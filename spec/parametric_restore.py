@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 import z3
 
-from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.arguments import OneLineParser, positive_int
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()

@@ -74,7 +74,7 @@ from typing import Any
 
 import z3
 
-from replay_contract.cli import OneLineParser, positive_int
+from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named

@@ -14,9 +14,9 @@ import replay_contract.model.catalogue as catalogue
 from replay_contract.cli import free_names, path_argument, positive_int, writable_folder
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER
-from replay_contract.model.explore import explore
 from replay_contract.model.files import slug
 from replay_contract.model.narrate import render
+from replay_contract.spec.explore import explore
 from replay_contract.spec.properties import PROPERTIES
 
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     chosen = chosen_contracts(args)
     writable_folder(args.out)
-    # where each finding would be written (its name: model/explore.py)
+    # where each finding would be written (its name: spec/explore.py)
     free_names(
         args.out,
         (f"{slug(f'{scenario.name}-{c.name}-{p}')}.json" for c in chosen for p in PROPERTIES),

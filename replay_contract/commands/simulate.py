@@ -14,6 +14,7 @@ from replay_contract.model.files import read_json
 from replay_contract.model.narrate import render, table
 from replay_contract.model.run import Run, simulate
 from replay_contract.spec.properties import check_all
+from replay_contract.spec.summary import summary
 
 
 def register(sub: Any) -> None:
@@ -57,7 +58,7 @@ def chosen_contracts(args: argparse.Namespace) -> list[Contract]:
 def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     runs = [simulate(scenario, c) for c in chosen_contracts(args)]
-    summaries = [r.summary() for r in runs]
+    summaries = [summary(r) for r in runs]
     status = BROKEN if any(s["violations"] for s in summaries) else HOLDS
     if args.json:
         print(
@@ -78,7 +79,7 @@ def comparison(runs: list[Run]) -> str:
     """One row per contract: the figures side by side."""
     rows = []
     for r in runs:
-        s = r.summary()
+        s = summary(r)
         rows.append(
             (
                 r.contract.name,

@@ -12,7 +12,7 @@ import importlib
 import os
 from collections.abc import Callable
 
-from replay_contract.cli import CommandError
+from replay_contract.errors import CommandError
 
 from .store import Backend
 

@@ -2,8 +2,11 @@
 
 It implements the conformance suite's
 :class:`~replay_contract.conformance.interface.Implementation` protocol over any
-:class:`~.store.Backend`, and takes the same decisions as the reference model
-(:mod:`replay_contract.model.operator`), rule for rule, with real state:
+:class:`~.store.Backend`. It is a host of the contract's rules
+(:class:`replay_contract.model.keyed.Host`): the rules themselves
+(:mod:`replay_contract.model.reuse`, :mod:`~replay_contract.model.recovery`,
+:mod:`~replay_contract.model.fallback`) are the reference model's, the same code; what
+is the runtime's own is real state:
 
 - mutable keyed state (:class:`~.state.KeyState`), waiting inputs included;
 - a checkpoint is a snapshot of that state plus the store's recovery marker (the first
@@ -38,32 +41,29 @@ import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from attrs import evolve
-
 from replay_contract.conformance.interface import Capabilities, Crashed, Environment
+from replay_contract.model import recovery
 from replay_contract.model import trace as t
-from replay_contract.model.agent import Agent, execute, read
+from replay_contract.model.agent import Agent, Path
 from replay_contract.model.contracts import CONTRACTS, Contract
-from replay_contract.model.mutants import MUTANTS
-from replay_contract.model.store import Completion, Entry, Invalidation, OrderEntry
+from replay_contract.model.keyed import KeyState
+from replay_contract.model.store import Entry, Invalidation, OrderEntry
 from replay_contract.model.topology import Key, Record, Topology
 
-from .state import CheckpointStorage, Expected, KeyState, Snapshot
+from .state import CheckpointStorage, Snapshot
 from .store import ActionStateStore, Backend, Namespace, StoreError, StoreStats
 from .view import KeyName, LiveView, key_name
 
-#: Every named contract and mutant; any other :class:`Contract` value runs as well (claim
-#: its name with ``RuntimeOperator(..., claims=...)``).
-CLAIMED = (*CONTRACTS, *MUTANTS)
+#: Every published contract; any other :class:`Contract` value (a mutant of the tests,
+#: say) runs as well: claim its name with ``RuntimeOperator(..., claims=...)``.
+CLAIMED = tuple(CONTRACTS)
 
 
-def _saved(save: t.Save) -> Callable[[int], t.Event]:
-    """The report of a save, once the completion's id is known."""
-    return lambda index: evolve(save, completion=index)
-
-
-def _same(event: t.Event) -> Callable[[int], t.Event]:
-    return lambda _: event
+def _reports_write(event: t.Event) -> bool:
+    """Whether ``event`` reports a durable write (made once it is acknowledged)."""
+    return isinstance(event, t.Save | t.Order) or (
+        isinstance(event, t.Invalidate) and event.durable
+    )
 
 
 class OperatorError(StoreError):
@@ -107,6 +107,8 @@ class RuntimeOperator:
         self._volatile: list[tuple[int, Invalidation]] = []
         self._number = 0
         self._unreported: list[tuple[int, t.Event]] = []
+        #: The write whose report comes next, and whether to wait for it (pipelined).
+        self._sent: tuple[int, bool] | None = None
         #: For each crash so far, the store client then open and the writes then in
         #: flight (entry id, report never made), for tests; not state.
         self.in_flight_at_crashes: list[
@@ -126,7 +128,7 @@ class RuntimeOperator:
         self._checkpoints.save(Snapshot(0, self._marker, {}, []))
 
     def deliver(self, record: Record) -> None:
-        self._guarded(lambda: self._arrive(record), f"deliver {record.identity!r}")
+        self._guarded(lambda: recovery.arrive(self, record), f"deliver {record.identity!r}")
 
     def checkpoint(self) -> int:
         number = 0
@@ -158,11 +160,7 @@ class RuntimeOperator:
 
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         def finish() -> None:
-            for ks in list(self._keys.values()):
-                if ks.expected:
-                    head = ks.expected.head
-                    self._diverge(ks, head.position, head.identity, "end of input")
-                self._advance(ks)
+            recovery.end_of_input(self)
             self._settle(wait=True)
 
         self._guarded(finish, "end")
@@ -226,6 +224,7 @@ class RuntimeOperator:
         self._keys, self._view, self._volatile = {}, LiveView(), []
         self._marker = self._number = 0
         self._unreported = []
+        self._sent = None
 
     def _up(self, what: str) -> ActionStateStore:
         if self._store is None:
@@ -257,24 +256,14 @@ class RuntimeOperator:
         return self._contract
 
     @property
+    def agent(self) -> Agent:
+        assert self._agent is not None, "the runtime is not open"
+        return self._agent
+
+    @property
     def env(self) -> Environment:
         assert self._env is not None, "the runtime is not open"
         return self._env
-
-    def _write(self, entry: Entry, event: Callable[[int], t.Event], wait: bool = False) -> int:
-        """Write ``entry`` and report ``event(id)`` once it is durable: at once, or, when
-        pipelined, when the store acknowledges it (``wait``: before going on)."""
-        store = self._up("write")
-        if not self.pipelined:
-            (index,) = store.append([entry])
-            self._view.add(index, entry)
-            self.env.report(event(index))
-            return index
-        (index,) = store.send([entry])
-        self._view.add(index, entry)
-        self._unreported.append((index, event(index)))
-        self._settle(wait=wait)
-        return index
 
     def _settle(self, wait: bool = False, upto: int | None = None) -> None:
         """Report the writes the store acknowledged, in write order; with ``wait``, or
@@ -314,168 +303,61 @@ class RuntimeOperator:
         self._view = LiveView.build(entries, self._volatile)
         if not self.contract.wait:
             return
-        keys = {key_name(k): k for k in self._view.keys_seen()}
+        keys = {key_name(k): k for k in self._view.keys()}  # noqa: SIM118 (a view)
         keys.update(
             {key_name(r.key): r.key for ks in list(self._keys.values()) for r in ks.waiting}
         )
-        states = [self._key(key) for key in keys.values()]
-        for ks in states:
-            ks.expected = Expected(self._view.recorded_order(ks.key, ks.next_position))
-            ks.diverge_at = None
-        for ks in states:
-            self._advance(ks)
+        recovery.restore_order(self, keys.values())
 
-    # -- arrival, waiting and divergence ---------------------------------------------------
+    # -- the host of the contract's rules (replay_contract.model.keyed.Host) -------------
 
-    def _arrive(self, record: Record) -> None:
-        c = self.contract
-        ks = self._key(record.key)
-        if not (c.wait and ks.recovering):
-            self._accept(ks, record, recorded=False)
+    def state(self, key: Key) -> KeyState:
+        return self._key(key)
+
+    def known_keys(self) -> list[Key]:
+        return [ks.key for ks in self._keys.values()]
+
+    def view(self) -> LiveView:
+        return self._view
+
+    def report(self, event: t.Event) -> None:
+        if self.pipelined and self._sent is not None and _reports_write(event):
+            # the report of the write just sent: made once the store acknowledged it
+            (index, wait), self._sent = self._sent, None
+            self._unreported.append((index, event))
+            self._settle(wait=wait)
             return
-        if c.split_order:
-            arrived = {w.identity for w in ks.waiting} | {record.identity}
-            r = ks.expected.first_missing(record.channel, record.offset, arrived)
-            if r is not None:
-                self.env.report(
-                    t.GiveUp(
-                        record.key,
-                        r.position,
-                        r.identity,
-                        f"a later record of channel {record.channel!r} arrived",
-                    )
-                )
-                ks.expected.keep_before(r.position)
-                ks.diverge_at = (
-                    r.position if ks.diverge_at is None else min(ks.diverge_at, r.position)
-                )
-        ks.waiting.append(record)
-        self._advance(ks)
-        if any(w.identity == record.identity for w in ks.waiting):
-            awaiting = ks.expected.head.identity if ks.expected else ""
-            self.env.report(t.Wait(record.key, record.identity, awaiting))
-            if len(ks.waiting) > c.give_up_after and ks.expected:
-                head = ks.expected.head
-                self._diverge(
-                    ks, head.position, head.identity, f"more than {c.give_up_after} inputs waited"
-                )
-                self._advance(ks)
+        if isinstance(event, t.Reuse):
+            self._settle(upto=event.completion)  # reuse only what is durable
+        self.env.report(event)
 
-    def _advance(self, ks: KeyState) -> None:
-        """Accept what the recorded order allows, then what waits once it is exhausted."""
-        while True:
-            if ks.expected:
-                head = ks.expected.head
-                match = next((w for w in ks.waiting if w.identity == head.identity), None)
-                if match is None:
-                    return
-                if match.digest != head.digest:
-                    self._diverge(ks, head.position, head.identity, "the input came back changed")
-                    continue
-                ks.expected.pop_head()
-                ks.waiting = [w for w in ks.waiting if w is not match]
-                self._accept(ks, match, recorded=True)
-            elif ks.diverge_at is not None:
-                self._diverge(ks, ks.diverge_at, "", "its recorded input is missing")
-            else:
-                waiting, ks.waiting = ks.waiting, []
-                for record in waiting:
-                    self._accept(ks, record, recorded=False)
-                return
+    def write(self, entry: Entry) -> int:
+        store = self._up("write")
+        if not self.pipelined:
+            (index,) = store.append([entry])
+            self._view.add(index, entry)
+            return index
+        (index,) = store.send([entry])
+        self._view.add(index, entry)
+        # Durable before the tool calls that follow (waited for once its report is
+        # queued): a divergence's invalidation (a crash sweep with writes in flight finds
+        # the reuse of a voided completion otherwise), an order entry the contract wants
+        # before the first tool call.
+        wait = isinstance(entry, Invalidation) or (
+            isinstance(entry, OrderEntry) and self.contract.record_order == "before-first-tool-call"
+        )
+        self._sent = (index, wait)
+        return index
 
-    def _diverge(self, ks: KeyState, position: int, missing: str, reason: str) -> None:
-        """The key's history diverges: void its saved suffix from the next position."""
-        if missing:
-            self.env.report(t.GiveUp(ks.key, position, missing, reason))
-        ks.expected, ks.diverge_at = Expected(), None
-        self._invalidate(ks.key, Invalidation(ks.key, ks.next_position))
+    def invalidate_in_memory(self, inv: Invalidation) -> None:
+        index = self._up("invalidate").end()
+        self._volatile.append((index, inv))
+        self._view.add_volatile(index, inv)
 
-    def _invalidate(self, key: Key, inv: Invalidation) -> None:
-        c = self.contract
-        targets = self._view.keys_seen() if c.invalidation_scope == "all" else [key]
-        voided = [
-            self._view.voided_by(Invalidation(target, inv.position, inv.keep)) for target in targets
-        ]
-        for target, completions in zip(targets, voided, strict=True):
-            one = Invalidation(target, inv.position, inv.keep)
-            if c.durable_invalidation:
-                # durable before any tool call after the divergence (a crash sweep with
-                # writes in flight finds the reuse of a voided completion otherwise)
-                self._write(one, _same(t.Invalidate(key, inv.position, completions)), wait=True)
-            else:
-                index = self._up("invalidate").end()
-                self._volatile.append((index, one))
-                self._view.add_volatile(index, one)
-                self.env.report(t.Invalidate(key, inv.position, completions, durable=False))
+    def tool(
+        self, key: Key, position: int, record: Record, path: Path, tool: str, reads: tuple[Any, ...]
+    ) -> Any:
+        return self.env.tool(key, position, record, path, tool, reads)
 
-    # -- running the actions of one accepted input ----------------------------------------
-
-    def _accept(self, ks: KeyState, record: Record, recorded: bool) -> None:
-        c, env = self.contract, self.env
-        assert self._agent is not None
-        key, ident, dig = record.key, record.identity, record.digest
-        position = ks.next_position
-        memory = dict(ks.memory)
-        ks.next_position += 1
-        env.report(t.Accept(key, position, ident, dig))
-        ordered = recorded or c.record_order == "no"
-        if c.record_order == "before-first-tool-call" and not ordered:
-            self._write(
-                OrderEntry(key, position, ident, dig, record.channel, record.offset),
-                lambda _: t.Order(key, position, ident, dig),
-                wait=True,  # durable before the first tool call
-            )
-            ordered = True
-        for path, action in self._agent.plan():
-            reads = read(memory, action)
-            found = self._view.find(
-                key,
-                path,
-                identity=ident,
-                digest=dig,
-                position=position if c.match == "position" else None,
-                reads=reads if c.match == "reads" else None,
-            )
-            if found is not None:
-                index, saved = found
-                self._settle(upto=index)  # reuse only what is durable
-                env.report(t.Reuse(key, position, ident, dig, path, index, reads))
-                writes, outputs = saved.writes, saved.outputs
-            else:
-                if c.on_miss == "invalidate":
-                    inv = Invalidation(key, position, keep=(ident, dig))
-                    if self._view.voided_by(inv):
-                        self._invalidate(key, inv)
-                results = tuple(
-                    (tool, env.tool(key, position, record, path, tool, reads))
-                    for tool in action.tools
-                )
-                effects = execute(action, path, record, reads, results)
-                writes, outputs = effects.writes, effects.outputs
-                carries = c.record_order == "with-first-completion" and not ordered
-                self._write(
-                    Completion(
-                        key,
-                        position,
-                        ident,
-                        dig,
-                        path,
-                        reads,
-                        writes,
-                        outputs,
-                        carries,
-                        record.channel,
-                        record.offset,
-                    ),
-                    _saved(t.Save(key, position, ident, dig, path, -1, reads, carries)),
-                )
-                ordered = ordered or carries
-            memory.update(writes)
-            for value in outputs:
-                env.output(key, ident, path, value)
-        if not ordered:
-            self._write(
-                OrderEntry(key, position, ident, dig, record.channel, record.offset),
-                lambda _: t.Order(key, position, ident, dig),
-            )
-        ks.memory = memory
+    def output(self, key: Key, identity: str, path: Path, value: Any) -> None:
+        self.env.output(key, identity, path, value)

@@ -1,6 +1,7 @@
 """Keyed state, checkpoints and the storage that keeps them.
 
-The runtime's keyed state is mutable (:class:`KeyState`, one per key). A checkpoint is a
+The runtime's keyed state is the mutable one the contract's rules change
+(:class:`~replay_contract.model.keyed.KeyState`, one per key). A checkpoint is a
 snapshot of all of it, waiting inputs included, together with the store's recovery
 marker and the volatile invalidations, serialised to JSON bytes: a restore decodes the
 bytes into fresh objects, so nothing of the running state can leak through a crash.
@@ -11,90 +12,18 @@ in-memory state).
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, insort
-from collections import deque
-from collections.abc import Iterable, Iterator
 from typing import Any
 
-from attrs import define, field
+from attrs import define
 
+from replay_contract.model.keyed import Expected, KeyState
 from replay_contract.model.store import Invalidation, Recorded
-from replay_contract.model.topology import Key, Record
+from replay_contract.model.topology import Record
 
 from .view import KeyName, key_name
 
 #: Version of the snapshot format.
 SNAPSHOT_VERSION = 1
-
-
-class Expected:
-    """The recorded positions a recovering key still expects, in position order.
-
-    Besides the head (the next position to re-accept), the split-order rule asks for the
-    first expected input of one channel that comes before a given offset of that channel
-    and has not arrived. An index by channel answers that without a scan of everything
-    still expected, so a recovery stays linear in the inputs it replays.
-    """
-
-    def __init__(self, items: Iterable[Recorded] = ()) -> None:
-        self._items: deque[Recorded] = deque(items)
-        self._live: set[int] = {r.position for r in self._items}
-        self._by_channel: dict[str, list[tuple[int, int, Recorded]]] = {}
-        for r in self._items:
-            insort(self._by_channel.setdefault(r.channel, []), (r.offset, r.position, r))
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[Recorded]:
-        return iter(self._items)
-
-    @property
-    def head(self) -> Recorded:
-        return self._items[0]
-
-    def pop_head(self) -> Recorded:
-        head = self._items.popleft()
-        self._live.discard(head.position)
-        return head
-
-    def keep_before(self, position: int) -> None:
-        """Drop every expected position from ``position`` on."""
-        while self._items and self._items[-1].position >= position:
-            self._live.discard(self._items.pop().position)
-
-    def first_missing(self, channel: str, offset: int, arrived: set[str]) -> Recorded | None:
-        """The expected input of ``channel`` first in position order whose offset is below
-        ``offset`` and whose identity has not ``arrived``."""
-        entries = self._by_channel.get(channel, [])
-        while entries and entries[0][1] not in self._live:
-            entries.pop(0)  # re-accepted or dropped: gone for good
-        end = bisect_left(entries, (offset,))
-        missing = [
-            r
-            for _, position, r in entries[:end]
-            if position in self._live and r.identity not in arrived
-        ]
-        return min(missing, key=lambda r: r.position, default=None)
-
-
-@define
-class KeyState:
-    """What the runtime keeps for one key (checkpointed keyed state)."""
-
-    key: Key
-    next_position: int = 0
-    memory: dict[str, Any] = field(factory=dict)
-    waiting: list[Record] = field(factory=list)
-    expected: Expected = field(factory=Expected)
-    diverge_at: int | None = None
-
-    @property
-    def recovering(self) -> bool:
-        return bool(self.expected or self.waiting or self.diverge_at is not None)
 
 
 @define

@@ -49,22 +49,10 @@ from typing import Protocol
 
 from attrs import define
 
-from replay_contract.cli import CommandError
-from replay_contract.conformance.interface import TargetUnavailable
+from replay_contract.errors import RecordError as RecordError
+from replay_contract.errors import StoreError as StoreError
+from replay_contract.errors import StoreUnavailable as StoreUnavailable
 from replay_contract.model.store import Entry
-
-
-class StoreError(CommandError):
-    """The action state store failed; the message is one line."""
-
-
-class StoreUnavailable(StoreError, TargetUnavailable):
-    """The store's server did not answer within the store's bound (retries included):
-    an infrastructure error, so a conformance scenario it cuts short is an ``error``."""
-
-
-class RecordError(StoreError):
-    """A stored record that cannot be decoded; the message names where it is."""
 
 
 @define

@@ -118,7 +118,7 @@ class LiveView:
 
     # -- the queries of StoreView ---------------------------------------------------------
 
-    def keys_seen(self) -> list[Key]:
+    def keys(self) -> list[Key]:
         """Every key with an entry in the view, in order of first appearance."""
         return list(self._order)
 

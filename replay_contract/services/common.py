@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay_contract.cli import CommandError
-from replay_contract.exits import InfrastructureError
+from replay_contract.errors import ServiceError as ServiceError
+from replay_contract.errors import StartError as StartError
 from replay_contract.model.files import read_json
 
 #: Pinned so that resolution does not depend on the Maven version's default plugin.
@@ -41,15 +41,6 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 LOOPBACK = "127.0.0.1"
 STATE_FILE = "state.json"
 _COORDINATE = re.compile(r"^[\w.\-]+:[\w.\-]+:[\w.\-]+$")
-
-
-class ServiceError(CommandError):
-    """A service that cannot be started, checked or stopped; the message is one line."""
-
-
-class StartError(ServiceError, InfrastructureError):
-    """A server that was launched but died or did not answer during start-up: not bad
-    input but an infrastructure error (exit status 3, replay_contract.exits)."""
 
 
 def note(name: str, message: str, *, progress: bool = True) -> None:

@@ -21,6 +21,7 @@ from replay_contract.model.agent import run_without_failure
 from replay_contract.model.contracts import NO_DIVERGENCE_CHECK, ORDERED, SEQNUM
 from replay_contract.model.run import apply, simulate
 from replay_contract.model.scenario import Scenario, load
+from replay_contract.spec.summary import summary
 
 from .conftest import ORDERLY, SCENARIOS, by_name, conform
 
@@ -294,7 +295,7 @@ def test_ordered_equals_seqnum_when_every_key_has_one_ordered_path() -> None:
         ):
             continue
         checked += 1
-        o, q = simulate(s, ORDERED).summary(), simulate(s, SEQNUM).summary()
+        o, q = summary(simulate(s, ORDERED)), summary(simulate(s, SEQNUM))
         assert q["violations"] == [] and o["violations"] == [], seed
         assert (o["tool_calls"], o["outputs"]) == (q["tool_calls"], q["outputs"]), seed
         assert sorted(map(str, o["final_memory"])) == sorted(map(str, q["final_memory"]))

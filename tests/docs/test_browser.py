@@ -31,6 +31,7 @@ bc = _browser_check()
 needs_chromium = pytest.mark.skipif(
     bc.chromium() is None, reason="chromium is not installed (apt-get install -y chromium)"
 )
+pytestmark = pytest.mark.browser
 
 
 def test_internal_links_resolve(built_site: Path) -> None:

@@ -19,6 +19,7 @@ from replay_contract.model.catalogue import builtin
 from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.run import simulate
 from replay_contract.spec.properties import CHECKS, PROPERTIES
+from replay_contract.spec.summary import summary
 
 from .conftest import DOCS, ROOT
 
@@ -183,7 +184,7 @@ def test_c_back_at_its_old_position_is_worked_through() -> None:
     from replay_contract.model.scenario import load
 
     scenario = load(DOCS / "examples" / "c-at-its-old-position.json")
-    runs = {name: simulate(scenario, CONTRACTS[name]).summary() for name in CONTRACTS}
+    runs = {name: summary(simulate(scenario, CONTRACTS[name])) for name in CONTRACTS}
     assert runs["no-divergence-check"]["violations"][:1] == ["no-stale-reuse"]
     assert runs["ordered"]["violations"] == [] and runs["ordered"]["repeated_tool_calls"] == 0
     assert runs["seqnum"]["reused"] == 0 and "no-stale-reuse" not in runs["seqnum"]["violations"]

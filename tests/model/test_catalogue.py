@@ -6,13 +6,14 @@ import pytest
 
 from replay_contract.model.catalogue import all_builtin, builtin, names
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
-from replay_contract.model.explore import explore
 from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
+from replay_contract.spec.explore import explore
+from replay_contract.spec.summary import summary as figures
 
 
 def summary(scenario: str, contract: str) -> dict:
-    return simulate(builtin(scenario), CONTRACTS[contract]).summary()
+    return figures(simulate(builtin(scenario), CONTRACTS[contract]))
 
 
 def test_reversed_interleaving_under_seqnum_repeats_all_four_tool_calls() -> None:
@@ -105,7 +106,7 @@ def test_every_mutant_of_ordered_is_caught_by_the_catalogue(mutant: str) -> None
     to give up, like ``ordered-no-give-up-bound``) decides otherwise than ``ordered``
     on one: the conformance suite compares the traces step by step."""
     broken = {
-        p for s in all_builtin() for p in simulate(s, MUTANTS[mutant]).summary()["violations"]
+        p for s in all_builtin() for p in figures(simulate(s, MUTANTS[mutant]))["violations"]
     }
     differs = [
         s.name
@@ -124,5 +125,5 @@ def test_explorer_findings_replay_as_scenario_files(tmp_path) -> None:
     assert e.findings
     for f in e.findings:
         path = f.scenario.write(tmp_path / f"{f.scenario.name}.json")
-        replayed = simulate(load(path), CONTRACTS["stable-id"]).summary()
+        replayed = figures(simulate(load(path), CONTRACTS["stable-id"]))
         assert f.property in replayed["violations"]

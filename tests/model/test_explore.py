@@ -8,9 +8,9 @@ import pytest
 
 from replay_contract.cli import main
 from replay_contract.commands import explore as command
-from replay_contract.model import explore as explorer
 from replay_contract.model.catalogue import builtin
 from replay_contract.model.contracts import ORDERED
+from replay_contract.spec import explore as explorer
 
 
 def test_progress_is_told_the_runs_so_far(monkeypatch: pytest.MonkeyPatch) -> None:

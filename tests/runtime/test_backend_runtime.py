@@ -20,6 +20,7 @@ from replay_contract.model.store import OrderEntry
 from replay_contract.runtime.fluss_backend import FlussBackend
 from replay_contract.runtime.kafka_store import KafkaBackend
 from replay_contract.runtime.store import Backend
+from replay_contract.spec.summary import summary
 
 from .helpers import crash_points, judged, pipelined_breaks
 
@@ -46,7 +47,7 @@ def test_builtin_scenarios_match_the_model(
     backend: Backend, scenario: Scenario, contract: Contract
 ) -> None:
     result = judged(backend, scenario, contract)
-    model = simulate(scenario, contract).summary()
+    model = summary(simulate(scenario, contract))
     assert (result.tool_calls, result.repeated) == (
         model["tool_calls"],
         model["repeated_tool_calls"],

@@ -15,6 +15,7 @@ from replay_contract.model.run import simulate
 from replay_contract.model.topology import Record
 from replay_contract.runtime.memory_store import MemoryBackend
 from replay_contract.runtime.operator import OperatorError, RuntimeOperator
+from replay_contract.spec.summary import summary
 
 from .helpers import crash_points, judged
 
@@ -25,7 +26,7 @@ EVERY_CONTRACT = [*CONTRACTS.values(), *MUTANTS.values()]
 @pytest.mark.parametrize("scenario", all_builtin(), ids=lambda s: s.name)
 def test_builtin_scenarios_match_the_model(scenario, contract) -> None:  # type: ignore[no-untyped-def]
     result = judged(MemoryBackend(), scenario, contract)
-    model = simulate(scenario, contract).summary()
+    model = summary(simulate(scenario, contract))
     assert result.tool_calls == model["tool_calls"]
     assert result.repeated == model["repeated_tool_calls"]
 

@@ -67,7 +67,7 @@ def test_live_view_equals_store_view(
             assert view.needed(next_position) == min(  # type: ignore[arg-type]
                 (i for i, e in model.valid() if e.position >= next_position(e.key)), default=None
             )
-        assert [repr(k) for k in view.keys_seen()] == [repr(k) for k in model.keys()]  # noqa: SIM118
+        assert [repr(k) for k in view.keys()] == [repr(k) for k in model.keys()]  # noqa: SIM118
         for key in ["K", "1", 1, "", "é|x"]:
             for position in range(5):
                 assert view.recorded_order(key, position) == model.recorded_order(key, position)

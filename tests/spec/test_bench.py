@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, SEQNUM
-from replay_contract.spec import parametric_engine
+from replay_contract.spec import bounded_explore, parametric_engine
 from replay_contract.spec.bench import (
     DIMENSIONS,
     _grown,
@@ -26,13 +25,13 @@ from replay_contract.spec.properties import PROPERTIES
 
 def test_an_exploration_cut_short_proves_nothing() -> None:
     bound = parse("inputs=3,channels=2,keys=2,crashes=1")
-    cut = bounded.explore(bound, SEQNUM, deadline=0.0)
+    cut = bounded_explore.explore(bound, SEQNUM, deadline=0.0)
     assert not cut.finished
     assert cut.runs <= 1
     # a property without a counterexample so far is unknown, not proved
     assert {cut.verdict(p) for p in PROPERTIES} <= {"unknown", "counterexample"}
     assert "unknown" in {cut.verdict(p) for p in PROPERTIES}
-    whole = bounded.explore(parse("inputs=2,channels=1,keys=1,crashes=1"), SEQNUM)
+    whole = bounded_explore.explore(parse("inputs=2,channels=1,keys=1,crashes=1"), SEQNUM)
     assert whole.finished
     assert {whole.verdict(p) for p in PROPERTIES} <= {"proved", "counterexample"}
 

@@ -12,11 +12,10 @@ import z3
 from attrs import evolve
 
 from replay_contract.cli import main
-from replay_contract.model import bounded
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
 from replay_contract.model.mutants import MUTANTS
+from replay_contract.spec import bounded_explore, induction
 from replay_contract.spec import encoding as enc
-from replay_contract.spec import induction
 from replay_contract.spec import logic as lg
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
@@ -27,7 +26,7 @@ SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
 
 def test_induction_agrees_with_the_explorer_and_proves_what_it_claims() -> None:
     results = verify_contract(SEQNUM, SMALL, engine="induction")
-    explored = bounded.explore(SMALL, SEQNUM)
+    explored = bounded_explore.explore(SMALL, SEQNUM)
     for r in results:
         assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
         by_induction = r.property in induction.INDUCTIVE
@@ -116,7 +115,7 @@ def test_the_generic_invariant_proves_what_does_not_depend_on_the_lookup(name: s
         {"no-stale-reuse", "equivalent-outcome"} if name == "read-set" else set()
     )
     results = verify_contract(contract, SMALL, engine="induction")
-    explored = bounded.explore(SMALL, contract)
+    explored = bounded_explore.explore(SMALL, contract)
     for r in results:
         assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
         expected = "induction" if r.property in covered else "unrolling"
@@ -205,7 +204,7 @@ def test_the_waiting_contracts_are_inductive(name: str) -> None:
 def test_ordered_by_induction_agrees_with_the_explorer() -> None:
     bound = parse("inputs=2,channels=2,keys=1,crashes=1")
     results = verify_contract(ORDERED, bound, engine="induction")
-    explored = bounded.explore(bound, ORDERED)
+    explored = bounded_explore.explore(bound, ORDERED)
     for r in results:
         assert r.verdict == explored.verdict(r.property) == "proved", r.property
         # every property, complete-reuse included, by induction for both agents

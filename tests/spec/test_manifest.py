@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.run import simulate
-from replay_contract.model.scenario import load
 from replay_contract.spec import manifest
 from replay_contract.spec.bound import DEFAULT
 from replay_contract.spec.properties import PROPERTIES, check
@@ -28,7 +27,7 @@ def test_counterexample_files_replay() -> None:
     for e in manifest.load():
         if e.verdict != "counterexample" or not e.counterexample:
             continue
-        run = simulate(load(manifest.ROOT.parent / e.counterexample), CONTRACTS[e.contract])
+        run = simulate(manifest.counterexample(e), CONTRACTS[e.contract])
         assert not check(e.property, run.trace).holds, e
 
 

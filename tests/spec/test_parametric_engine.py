@@ -10,8 +10,8 @@ import pytest
 from attrs import evolve
 
 from replay_contract.cli import main
-from replay_contract.model import bounded
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
+from replay_contract.spec import bounded_explore
 from replay_contract.spec import parametric_engine as pe
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import PROPERTIES
@@ -73,7 +73,7 @@ def test_seqnum_has_steps_for_two_properties_and_the_broken_contracts_none() -> 
 def test_ordered_is_proved_by_its_steps_and_agrees_with_the_explorer() -> None:
     said: list[str] = []
     results = verify_contract(ORDERED, TINY, engine="parametric", progress=said.append, workers=2)
-    explored = bounded.explore(TINY, ORDERED)
+    explored = bounded_explore.explore(TINY, ORDERED)
     agents = [a for a in TINY.agents if a in pe.ENTRIES]
     for r in results:
         assert r.verdict == explored.verdict(r.property) == "proved", (r.property, r.reason)
@@ -87,7 +87,7 @@ def test_ordered_is_proved_by_its_steps_and_agrees_with_the_explorer() -> None:
 
 def test_seqnum_takes_two_steps_and_induction_for_the_rest() -> None:
     results = verify_contract(SEQNUM, TINY, engine="parametric", reachability=False, workers=2)
-    explored = bounded.explore(TINY, SEQNUM)
+    explored = bounded_explore.explore(TINY, SEQNUM)
     for r in results:
         assert r.verdict == explored.verdict(r.property), r.property
         engines = set(r.engines.values())

@@ -16,7 +16,7 @@ from replay_contract.model.contracts import CONTRACTS, ORDERED
 from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Step
-from replay_contract.spec import verify
+from replay_contract.spec import bounded_explore, verify
 from replay_contract.spec.bound import parse
 from replay_contract.spec.properties import check
 from replay_contract.spec.verify import check_budget, verify_contract
@@ -28,7 +28,7 @@ FAST = {n: c for n, c in {**CONTRACTS, **MUTANTS}.items() if not c.wait}
 
 def _agree(contract, bound, engine: str = "unrolling") -> None:
     results = verify_contract(contract, bound, engine=engine)
-    explored = bounded.explore(bound, contract)
+    explored = bounded_explore.explore(bound, contract)
     for r in results:
         assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
         if r.counterexample is not None:

@@ -20,11 +20,13 @@ from collections.abc import Callable, Iterator, Sequence
 
 from attrs import frozen
 
-from . import trace as t
-from .contracts import Contract
-from .operator import World
-from .run import Run, apply, run_schedule
-from .scenario import Scenario, Step
+from replay_contract.model import trace as t
+from replay_contract.model.contracts import Contract
+from replay_contract.model.operator import World
+from replay_contract.model.run import Run, apply, run_schedule
+from replay_contract.model.scenario import Scenario, Step
+
+from .properties import check_all
 
 
 @frozen
@@ -154,8 +156,6 @@ def explore(
     """Every run of ``scenario`` the module's docstring describes, at most ``limit``;
     ``progress`` (if given) is told the number of runs so far every
     :data:`PROGRESS_EVERY` runs."""
-    from replay_contract.spec.properties import check_all
-
     findings: dict[str, Finding] = {}
     runs = 0
     complete = True

@@ -1,0 +1,66 @@
+"""Outside the contract: giving up, divergence and invalidation.
+
+A recorded input that does not come back is given up: when a later record of its
+channel arrives (split order), when more inputs wait than the contract's bound, or at
+the end of input. The key then diverges at that position: its saved suffix is
+invalidated (durably, unless the contract is a broken one) and what waits runs again in
+arrival order (docs/contract.md, "Outside the contract: fallback and re-execution").
+"""
+
+from __future__ import annotations
+
+from . import trace as t
+from .keyed import Expected, Host, KeyState
+from .store import Invalidation
+from .topology import Key, Record
+
+
+def give_up_before(host: Host, ks: KeyState, record: Record) -> None:
+    """Split order: a record of a channel arrived, so an expected input of that channel
+    at a lower offset that has not arrived never will; the key diverges there."""
+    arrived = {w.identity for w in ks.waiting} | {record.identity}
+    r = ks.expected.first_missing(record.channel, record.offset, arrived)
+    if r is None:
+        return
+    reason = f"a later record of channel {record.channel!r} arrived"
+    host.report(t.GiveUp(record.key, r.position, r.identity, reason))
+    ks.expected.keep_before(r.position)
+    ks.diverge_at = r.position if ks.diverge_at is None else min(ks.diverge_at, r.position)
+
+
+def give_up_waiting(host: Host, ks: KeyState) -> bool:
+    """More inputs wait than the contract allows: give up the expected head. Whether it
+    gave up."""
+    bound = host.contract.give_up_after
+    if len(ks.waiting) > bound and ks.expected:
+        head = ks.expected.head
+        diverge(host, ks.key, head.position, head.identity, f"more than {bound} inputs waited")
+        return True
+    return False
+
+
+def diverge(host: Host, key: Key, position: int, missing: str, reason: str) -> None:
+    """The key's history diverges at ``position``: void its saved suffix from the key's
+    next position."""
+    if missing:
+        host.report(t.GiveUp(key, position, missing, reason))
+    ks = host.state(key)
+    ks.expected, ks.diverge_at = Expected(), None
+    invalidate(host, key, Invalidation(key, ks.next_position))
+
+
+def invalidate(host: Host, key: Key, inv: Invalidation) -> None:
+    """Void the saved completions ``inv`` covers (of every key, for a contract whose
+    invalidation scope is ``all``)."""
+    c = host.contract
+    view = host.view()
+    targets = view.keys() if c.invalidation_scope == "all" else [key]
+    ones = [Invalidation(target, inv.position, inv.keep) for target in targets]
+    voided = [view.voided_by(one) for one in ones]
+    for one, completions in zip(ones, voided, strict=True):
+        if c.durable_invalidation:
+            host.write(one)
+            host.report(t.Invalidate(key, inv.position, completions))
+        else:
+            host.invalidate_in_memory(one)
+            host.report(t.Invalidate(key, inv.position, completions, durable=False))
