@@ -33,4 +33,4 @@ def test_a_log_is_a_sequence_that_compares_with_tuples() -> None:
     assert log != (1, 2)
     assert log[0:2] == (1, 2)
     assert isinstance(log[0:2], tuple)
-    assert log + () is log
+    assert log.__add__(()) is log  # appending nothing shares the log
