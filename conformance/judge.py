@@ -17,7 +17,7 @@ from attrs import evolve, frozen
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 from replay_contract.model.narrate import table
-from replay_contract.model.scenario import Scenario
+from replay_contract.model.scenario import Scenario, Step
 from replay_contract.spec.properties import (
     COMPLETE_REUSE,
     Verdict,
@@ -88,6 +88,19 @@ def judge(
         return Result(scenario.name, SKIPPED, seed, reason)
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
+    return judge_observed(scenario, contract, expected, observed, seed)
+
+
+def judge_observed(
+    scenario: Scenario,
+    contract: Contract,
+    expected: Sequence[tuple[Step, Sequence[t.Event]]],
+    observed: Observed,
+    seed: int | None = None,
+) -> Result:
+    """Judge an implementation's run of ``scenario`` (``observed``) against the
+    reference model's (``expected``), as :func:`judge` does: the conformance suite and
+    ``replay-contract check`` judge with this one function."""
     exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
     exp_verdicts = {v.property: v for v in check_all(exp_trace)}

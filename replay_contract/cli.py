@@ -22,7 +22,16 @@ from typing import NoReturn
 from replay_contract.model.errors import ScenarioError, UnknownContractError
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("scenarios", "simulate", "explore", "verify", "conform", "services", "bench")
+COMMANDS = (
+    "scenarios",
+    "simulate",
+    "explore",
+    "verify",
+    "conform",
+    "check",
+    "services",
+    "bench",
+)
 
 
 class CommandError(Exception):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from attrs import frozen
@@ -189,6 +189,19 @@ def _walk(trace: t.Trace) -> Iterator[tuple[int, t.Event, _Timeline]]:
     for index, event in enumerate(trace.events):
         yield index, event, timeline
         timeline.step(index, event)
+
+
+def histories_before(trace: t.Trace, indexes: Iterable[int]) -> dict[int, dict[K, list[Input]]]:
+    """Every key's accepted history as it stands just before each event of ``indexes``
+    (what a witness shows next to its events)."""
+    wanted = set(indexes)
+    out: dict[int, dict[K, list[Input]]] = {}
+    for i, _, tl in _walk(trace):
+        if i in wanted:
+            out[i] = tl.history()
+            if len(out) == len(wanted):
+                break
+    return out
 
 
 # -- no-stale-reuse ---------------------------------------------------------------------
