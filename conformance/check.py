@@ -26,7 +26,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from replay_contract.model import operator as op
 from replay_contract.model import trace as t
@@ -89,6 +89,7 @@ class Judgement:
     broken: tuple[Broken, ...] = ()
     reason: str = ""
     difference: str | None = None
+    property: str | None = None
     depends_on: tuple[int, ...] = ()
     scenario: Scenario | None = None
     scenario_file: str | None = None
@@ -102,6 +103,7 @@ class Judgement:
             "steps": self.steps,
             "reason": self.reason,
             "difference": self.difference,
+            "property": self.property,
             "broken": [b.to_json() for b in self.broken],
             "depends_on_lines": list(self.depends_on),
             "scenario_file": self.scenario_file,
@@ -111,8 +113,11 @@ class Judgement:
 # -- the schedule a trace shows -------------------------------------------------------------
 
 
-def steps_of(run: RecordedRun, events: Sequence[t.Event], lines: Sequence[int]) -> Steps:
-    """The schedule steps of ``events``, each with the indexes of its events."""
+def steps_of(
+    run: RecordedRun, events: Sequence[t.Event], lines: Sequence[int], origin: Sequence[int]
+) -> Steps:
+    """The schedule steps of ``events`` (the run's events at indexes ``origin``), each
+    with the indexes of its events."""
     steps: Steps = []
     crashed = False  # the current step ended with a crash inside it
     for i, e in enumerate(events):
@@ -123,7 +128,12 @@ def steps_of(run: RecordedRun, events: Sequence[t.Event], lines: Sequence[int]) 
             steps.append((Step(e.kind), [i]))
             crashed = False
         elif isinstance(e, t.Crash):
-            inside = _crash_inside(steps, events) if steps and not crashed else None
+            inside = None
+            if steps and not crashed:
+                if run.marks_crashes:
+                    inside = run.crash_after.get(origin[i])
+                else:
+                    inside = _crash_inside(steps, events)
             if inside is None:
                 steps.append((Step("crash"), [i]))
             else:
@@ -223,18 +233,7 @@ def check(run: RecordedRun, out: Path | None = None) -> Judgement:
         keys = [b.key for b in first.broken if b.key is not None]
         reduced = reduce_to_keys(first.scenario, keys) if keys else first.scenario
         path = reduced.write(out / f"{_slug(run.name)}.json")
-        first = Judgement(
-            first.name,
-            first.contract,
-            first.verdict,
-            first.events,
-            first.steps,
-            first.broken,
-            first.reason,
-            first.difference,
-            scenario=reduced,
-            scenario_file=str(path),
-        )
+        first = evolve(first, scenario=reduced, scenario_file=str(path))
     return first
 
 
@@ -248,7 +247,7 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     keep = [i for i in range(len(run.events)) if i not in dropped]
     events = [run.events[i] for i in keep]
     lines = [run.lines[i] for i in keep]
-    steps = steps_of(run, events, lines)
+    steps = steps_of(run, events, lines, keep)
     scenario = scenario_of(run, steps, lines)
     expected = model_steps(scenario, run.contract)
     observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
@@ -285,6 +284,7 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
         tuple(broken),
         reason=result.reason,
         difference=result.difference,
+        property=result.property,
         scenario=scenario,
     )
 

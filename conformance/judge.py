@@ -11,6 +11,7 @@ needs a capability the implementation lacks is skipped with the reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from attrs import evolve, frozen
 
@@ -25,6 +26,7 @@ from replay_contract.spec.properties import (
     repeated_tool_calls,
 )
 
+from . import tracefile
 from .compare import Difference, first_difference
 from .interface import Capabilities, Implementation
 from .reference import reference_steps
@@ -80,14 +82,22 @@ def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> s
 
 
 def judge(
-    impl: Implementation, scenario: Scenario, contract: Contract, seed: int | None = None
+    impl: Implementation,
+    scenario: Scenario,
+    contract: Contract,
+    seed: int | None = None,
+    record: Path | None = None,
 ) -> Result:
-    """Run ``scenario`` against ``impl`` under ``contract`` and judge the run."""
+    """Run ``scenario`` against ``impl`` under ``contract`` and judge the run; with
+    ``record``, the run is also written there as a trace file (``replay-contract check``
+    judges it the same way)."""
     reason = skip_reason(impl.capabilities, scenario, contract)
     if reason is not None:
         return Result(scenario.name, SKIPPED, seed, reason)
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
+    if record is not None:
+        tracefile.write(record, scenario, contract, observed.events, observed.steps)
     return judge_observed(scenario, contract, expected, observed, seed)
 
 

@@ -91,10 +91,15 @@ def run_case(
     out: Path | None,
     target: str,
     shrinking: bool = True,
+    traces: Path | None = None,
 ) -> Result:
-    """Run one case; a failure is written to ``out`` (and shrunk, when generated)."""
+    """Run one case; a failure is written to ``out`` (and shrunk, when generated); with
+    ``traces``, every run is recorded there as a trace file."""
     scenario = case.build()
-    result = judge(impl, scenario, contract, case.seed)
+    record = None
+    if traces is not None:
+        record = traces / slug(target) / slug(contract.name) / f"{slug(scenario.name)}.ndjson"
+    result = judge(impl, scenario, contract, case.seed, record)
     if result.verdict != FAILED or out is None:
         return result
     folder = out / slug(target) / slug(contract.name)
@@ -119,6 +124,7 @@ def run_all(
     target: str,
     shrinking: bool = True,
     progress: Callable[[Result], None] | None = None,
+    traces: Path | None = None,
 ) -> list[Result]:
     """Run every case in order, reporting each result to ``progress``; only the first
     :data:`SHRINK_FIRST` failing generated cases are shrunk (the rest are written as
@@ -126,7 +132,9 @@ def run_all(
     results = []
     shrunk = 0
     for case in todo:
-        result = run_case(impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST)
+        result = run_case(
+            impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST, traces
+        )
         shrunk += result.verdict == FAILED and case.family == "generated"
         results.append(result)
         if progress is not None:

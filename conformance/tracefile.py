@@ -27,21 +27,21 @@ member) with a :class:`TraceError` that names the line; :func:`write` writes a r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from attrs import frozen
+from attrs import field, frozen
 
 from replay_contract.model import trace as t
 from replay_contract.model.agent import Agent
 from replay_contract.model.contracts import CONTRACTS, Contract, contract, contract_from_json
 from replay_contract.model.errors import ScenarioError, UnknownContractError
-from replay_contract.model.scenario import Scenario, from_json
+from replay_contract.model.scenario import Scenario, Step, from_json
 from replay_contract.model.topology import Topology
 
 FORMAT = "replay-contract-trace/1"
-_HEADER = {"trace", "name", "contract", "agent", "channels"}
+_HEADER = {"trace", "name", "contract", "agent", "channels", "marks_crashes"}
 
 
 class TraceError(ValueError):
@@ -51,7 +51,10 @@ class TraceError(ValueError):
 @frozen
 class RecordedRun:
     """A recorded trace: the header's scenario parts and the events, each with the line
-    it came from; ``indeterminate`` holds the indexes of the events so marked."""
+    it came from; ``indeterminate`` holds the indexes of the events so marked, and
+    ``crash_after`` the ``crash_after`` of each crash a recorder marked as falling inside
+    a step; ``marks_crashes`` says the recorder marks every such crash (the suite's
+    runner knows its steps; another recorder need not)."""
 
     name: str
     contract: Contract
@@ -60,6 +63,8 @@ class RecordedRun:
     events: tuple[t.Event, ...]
     lines: tuple[int, ...]
     indeterminate: frozenset[int] = frozenset()
+    crash_after: dict[int, int] = field(factory=dict, eq=False)
+    marks_crashes: bool = False
 
     def line_of(self, index: int) -> int:
         return self.lines[index] if 0 <= index < len(self.lines) else 0
@@ -81,17 +86,40 @@ def header(scenario: Scenario, contract: Contract, name: str | None = None) -> d
     }
 
 
-def write_lines(out: TextIO, head: dict[str, Any], events: Iterable[t.Event]) -> None:
+def write_lines(
+    out: TextIO, head: dict[str, Any], events: Iterable[t.Event | dict[str, Any]]
+) -> None:
     out.write(json.dumps(head, ensure_ascii=False) + "\n")
     for event in events:
-        out.write(json.dumps(t.event_to_json(event), ensure_ascii=False) + "\n")
+        data = event if isinstance(event, dict) else t.event_to_json(event)
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
 
 
-def write(path: Path, scenario: Scenario, contract: Contract, events: Iterable[t.Event]) -> Path:
-    """Write ``events``, a run of ``scenario`` under ``contract``, as a trace file."""
+def write(
+    path: Path,
+    scenario: Scenario,
+    contract: Contract,
+    events: Iterable[t.Event],
+    steps: Sequence[tuple[Step, Sequence[t.Event]]] | None = None,
+) -> Path:
+    """Write ``events``, a run of ``scenario`` under ``contract``, as a trace file. With
+    the run's ``steps`` (the schedule steps and the events of each), a crash inside a
+    step says so with the step's ``crash_after``."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    lines: Iterable[t.Event | dict[str, Any]] = events
+    if steps is not None:
+        lines = [
+            {**t.event_to_json(e), "crash_after": step.crash_after}
+            if isinstance(e, t.Crash) and step.kind != "crash" and step.crash_after is not None
+            else e
+            for step, step_events in steps
+            for e in step_events
+        ]
+    head = header(scenario, contract)
+    if steps is not None:
+        head["marks_crashes"] = True
     with path.open("w", encoding="utf-8") as out:
-        write_lines(out, header(scenario, contract), events)
+        write_lines(out, head, lines)
     return path
 
 
@@ -151,9 +179,13 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
     if not isinstance(name, str) or not name:
         raise TraceError(f"{source}: line 1: name: expected a non-empty text")
     the_contract = _contract(head.get("contract"), f"{source}: line 1: contract")
+    marks = head.get("marks_crashes", False)
+    if not isinstance(marks, bool):
+        raise TraceError(f"{source}: line 1: marks_crashes: expected true or false")
     events: list[t.Event] = []
     numbers: list[int] = []
     unknown_outcome: set[int] = set()
+    crash_after: dict[int, int] = {}
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             raise TraceError(f"{source}: line {number}: empty line")
@@ -161,6 +193,11 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
         marked = data.pop("indeterminate", False)
         if not isinstance(marked, bool):
             raise TraceError(f"{source}: line {number}: indeterminate: expected true or false")
+        inside = data.pop("crash_after", None) if data.get("event") == "crash" else None
+        if inside is not None:
+            if not isinstance(inside, int) or isinstance(inside, bool) or inside < 0:
+                raise TraceError(f"{source}: line {number}: crash_after: expected a count")
+            crash_after[len(events)] = inside
         try:
             event = t.event_from_json(data)
         except (ValueError, TypeError) as exc:
@@ -191,6 +228,8 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
         tuple(events),
         tuple(numbers),
         frozenset(unknown_outcome),
+        crash_after,
+        marks is True,
     )
 
 

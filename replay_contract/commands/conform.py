@@ -80,6 +80,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--junit", type=path_argument, metavar="FILE", help="also write JUnit XML here")
     p.add_argument(
+        "--record-traces",
+        type=path_argument,
+        metavar="DIR",
+        help="also write every run as a trace file there (DIR/TARGET/CONTRACT/SCENARIO.ndjson), "
+        "for replay-contract check",
+    )
+    p.add_argument(
         "--verbose",
         action="store_true",
         help="list every scenario in the summary, passing generated ones too",
@@ -107,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"--out {args.out}: {part.name} there is not a folder")
     if args.junit is not None:
         writable_file(args.junit, "--junit")
+    if args.record_traces is not None:
+        writable_folder(args.record_traces, "--record-traces")
     fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     impl = targets.resolve(args.target)
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             args.target,
             shrinking=not args.no_shrink,
             progress=progress.update,
+            traces=args.record_traces,
         )
         progress.close()
         done = report.SuiteRun(
