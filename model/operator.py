@@ -27,7 +27,7 @@ from .store import (
     IndexedView,
     Invalidation,
     OrderEntry,
-    Recorded,
+    RecordedOrder,
     StoreView,
     view_of,
 )
@@ -42,7 +42,7 @@ class KeyState:
     memory: Mapping[str, Any] = field(factory=dict)
     history: tuple[tuple[str, str], ...] = ()
     waiting: tuple[Record, ...] = ()
-    expected: tuple[Recorded, ...] = ()
+    expected: RecordedOrder = field(factory=RecordedOrder)
     diverge_at: int | None = None
 
     @property
@@ -170,7 +170,7 @@ def restore(world: World, crash_after: int | None = None) -> World:
         keys.update({_k(r.key): r.key for ks in saved.operator.keys.values() for r in ks.waiting})
         for key in keys.values():
             ks = session.key(key)
-            expected = view.recorded_order(key, ks.next_position)
+            expected = RecordedOrder(view.recorded_order(key, ks.next_position))
             session.put(key, evolve(ks, expected=expected, diverge_at=None))
         for key in keys.values():
             session.advance(key)
@@ -303,28 +303,23 @@ class _Session:
             return
         if self.contract.split_order:
             arrived = {w.identity for w in ks.waiting} | {record.identity}
-            for r in ks.expected:
-                if (
-                    r.channel == record.channel
-                    and r.offset < record.offset
-                    and r.identity not in arrived
-                ):
-                    self.emit(
-                        t.GiveUp(
-                            record.key,
-                            r.position,
-                            r.identity,
-                            f"a later record of channel {record.channel!r} arrived",
-                        )
+            r = ks.expected.first_missing(record.channel, record.offset, arrived)
+            if r is not None:
+                self.emit(
+                    t.GiveUp(
+                        record.key,
+                        r.position,
+                        r.identity,
+                        f"a later record of channel {record.channel!r} arrived",
                     )
-                    ks = evolve(
-                        ks,
-                        expected=tuple(e for e in ks.expected if e.position < r.position),
-                        diverge_at=r.position
-                        if ks.diverge_at is None
-                        else min(ks.diverge_at, r.position),
-                    )
-                    break
+                )
+                ks = evolve(
+                    ks,
+                    expected=ks.expected.before(r.position),
+                    diverge_at=r.position
+                    if ks.diverge_at is None
+                    else min(ks.diverge_at, r.position),
+                )
         self.put(record.key, evolve(ks, waiting=(*ks.waiting, record)))
         self.advance(record.key)
         ks = self.key(record.key)
@@ -377,7 +372,7 @@ class _Session:
         if missing:
             self.emit(t.GiveUp(key, position, missing, reason))
         ks = self.key(key)
-        self.put(key, evolve(ks, expected=(), diverge_at=None))
+        self.put(key, evolve(ks, expected=RecordedOrder(), diverge_at=None))
         self.invalidate(key, Invalidation(key, ks.next_position))
 
     def invalidate(self, key: Key, inv: Invalidation) -> None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
-from typing import Any
+from itertools import chain, pairwise
+from typing import Any, overload
 
 from attrs import frozen
 
@@ -79,6 +79,108 @@ class Recorded:
     digest: str
     channel: str
     offset: int
+
+
+class RecordedOrder(Sequence[Recorded]):
+    """The recorded positions a recovering key still expects, in position order.
+
+    A recovery only ever drops the head (the input re-accepted) or a tail (from a
+    position given up on), so each value is a slice of the order read from the store at
+    the restore, and every slice shares that order's index by channel: the split-order
+    rule's question (the first expected input of a channel, before an offset, that has
+    not arrived) is then answered without a scan of everything still expected.
+    """
+
+    __slots__ = ("_by_channel", "_hi", "_items", "_lo")
+
+    def __init__(self, items: Iterable[Recorded] = ()) -> None:
+        self._items = tuple(items)
+        self._lo, self._hi = 0, len(self._items)
+        self._by_channel: dict[str, tuple[list[int], list[int], bool]] | None = None
+
+    def _slice(self, lo: int, hi: int) -> RecordedOrder:
+        view = RecordedOrder.__new__(RecordedOrder)
+        view._items, view._lo, view._hi = self._items, lo, max(lo, hi)
+        view._by_channel = self._index()
+        return view
+
+    def _index(self) -> dict[str, tuple[list[int], list[int], bool]]:
+        """Per channel: the indexes of its inputs in the order, their offsets, and
+        whether the offsets grow with the position (a channel delivers in order)."""
+        if self._by_channel is None:
+            by_channel: dict[str, tuple[list[int], list[int], bool]] = {}
+            for i, r in enumerate(self._items):
+                indexes, offsets, _ = by_channel.setdefault(r.channel, ([], [], True))
+                indexes.append(i)
+                offsets.append(r.offset)
+            self._by_channel = {
+                name: (indexes, offsets, all(a < b for a, b in pairwise(offsets)))
+                for name, (indexes, offsets, _) in by_channel.items()
+            }
+        return self._by_channel
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    @overload
+    def __getitem__(self, index: int) -> Recorded: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> RecordedOrder: ...
+
+    def __getitem__(self, index: int | slice) -> Recorded | RecordedOrder:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("a recorded order is sliced with step 1")
+            return self._slice(self._lo + start, self._lo + stop)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("recorded order index out of range")
+        return self._items[self._lo + index]
+
+    def __iter__(self) -> Iterator[Recorded]:
+        return iter(self._items[self._lo : self._hi])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RecordedOrder):
+            return tuple(self) == tuple(other)
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"RecordedOrder({list(self)!r})"
+
+    def before(self, position: int) -> RecordedOrder:
+        """The positions before ``position``."""
+        cut = self._lo
+        while cut < self._hi and self._items[cut].position < position:
+            cut += 1
+        return self._slice(self._lo, cut)
+
+    def first_missing(self, channel: str, offset: int, arrived: set[str]) -> Recorded | None:
+        """The first expected input (in position order) of ``channel`` whose offset is
+        below ``offset`` and whose identity has not ``arrived``."""
+        found = self._index().get(channel)
+        if found is None:
+            return None
+        indexes, offsets, in_order = found
+        for at in range(bisect_left(indexes, self._lo), len(indexes)):
+            i = indexes[at]
+            if i >= self._hi:
+                break
+            if offsets[at] >= offset:
+                if in_order:
+                    break  # every later input of the channel has a larger offset
+                continue
+            if self._items[i].identity not in arrived:
+                return self._items[i]
+        return None
 
 
 @frozen

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from typing import Any
 
 from attrs import field, frozen
@@ -60,7 +61,7 @@ class Record:
     offset: int
     replay: Replay | None = None
 
-    @property
+    @cached_property
     def digest(self) -> str:
         """The digest of the input as delivered: identity and payload."""
         return digest([self.identity, self.payload])

@@ -13,6 +13,8 @@ from replay_contract.model.store import (
     IndexedView,
     Invalidation,
     OrderEntry,
+    Recorded,
+    RecordedOrder,
     StoreView,
     view_of,
 )
@@ -81,3 +83,38 @@ def test_indexed_view_equals_store_view(log: list[Entry], marker: int, cuts: lis
     view = view_of(store, [], marker)
     assert isinstance(view, IndexedView)
     same_answers(view, StoreView.of(store, marker))
+
+
+@st.composite
+def orders(draw: st.DrawFn) -> list[Recorded]:
+    channels = draw(st.lists(st.sampled_from(["c1", "c2"]), max_size=12))
+    offsets: dict[str, int] = {}
+    out = []
+    for position, channel in enumerate(channels):
+        step = draw(st.integers(-1, 2))  # mostly in order; sometimes not
+        offsets[channel] = offsets.get(channel, 0) + step
+        out.append(Recorded(position, f"r{position}", "d", channel, offsets[channel]))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(orders(), st.integers(0, 12), st.integers(0, 12), st.sets(st.integers(0, 11)))
+def test_a_recorded_order_answers_the_split_order_question_as_a_scan(
+    items: list[Recorded], drop: int, keep: int, arrived_at: set[int]
+) -> None:
+    # the slices a recovery makes: the head dropped, a tail given up
+    order = RecordedOrder(items)[drop:].before(keep)
+    plain = [r for r in items[drop:] if r.position < keep]
+    assert list(order) == plain and order == tuple(plain) and len(order) == len(plain)
+    arrived = {f"r{i}" for i in arrived_at}
+    for channel in ("c1", "c2", "c3"):
+        for offset in range(-2, 8):
+            expected = next(
+                (
+                    r
+                    for r in plain
+                    if r.channel == channel and r.offset < offset and r.identity not in arrived
+                ),
+                None,
+            )
+            assert order.first_missing(channel, offset, arrived) == expected
