@@ -74,18 +74,21 @@ def record(inputs: int, keys: int, path: Path) -> int:
 
 
 def judge_file(path: Path) -> dict[str, Any]:
-    """Read and judge a trace file in this process: seconds, verdict, peak memory."""
-    from .check import check
+    """Read and judge a trace file in this process: wall-clock and CPU seconds (on a
+    loaded machine the CPU time is what an idle one would take), verdict, peak memory."""
+    from .check import check, paused_collection
 
-    started = time.perf_counter()
-    run = tracefile.read(path)
-    judgement = check(run)
-    seconds = time.perf_counter() - started
+    started, cpu = time.perf_counter(), time.process_time()
+    with paused_collection():
+        run = tracefile.read(path)
+        judgement = check(run)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "events": len(run.events),
         "verdict": judgement.verdict,
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
         "peak_mb": round(peak_kb / 1024, 1),
     }
 
@@ -136,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{result['inputs']:>8,} inputs {result['keys']:>5} keys "
                         f"{result['events']:>10,} events {result['seconds']:>8.2f} s "
+                        f"({result['cpu_seconds']:.2f} s CPU) "
                         f"{result['peak_mb']:>8.1f} MB  {result['verdict']}",
                         flush=True,
                     )

@@ -107,14 +107,16 @@ def judge_observed(
     expected: Sequence[tuple[Step, Sequence[t.Event]]],
     observed: Observed,
     seed: int | None = None,
+    verdicts: tuple[list[Verdict], list[Verdict]] | None = None,
 ) -> Result:
     """Judge an implementation's run of ``scenario`` (``observed``) against the
     reference model's (``expected``), as :func:`judge` does: the conformance suite and
-    ``replay-contract check`` judge with this one function."""
+    ``replay-contract check`` judge with this one function. ``verdicts`` are the
+    properties' verdicts on the two traces, when the caller has them already."""
     exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
-    exp_verdicts = {v.property: v for v in check_all(exp_trace)}
-    act_verdicts = check_all(act_trace)
+    exp_list, act_verdicts = verdicts or (check_all(exp_trace), check_all(act_trace))
+    exp_verdicts = {v.property: v for v in exp_list}
     broken = [v for v in act_verdicts if not v.holds and exp_verdicts[v.property].holds]
     cr = next(v for v in act_verdicts if v.property == COMPLETE_REUSE)
     diff = first_difference(expected, observed.steps)

@@ -154,8 +154,14 @@ class _Timeline:
         return out
 
     def step(self, index: int, event: t.Event) -> None:
-        if isinstance(event, t.Accept):
-            path = self.paths.setdefault(_k(event.key), [0])
+        kind = type(event)
+        if kind not in _TIMELINE_EVENTS:
+            return
+        if kind is t.Accept:
+            assert isinstance(event, t.Accept)
+            path = self.paths.get((type(event.key).__name__, event.key))
+            if path is None:
+                path = self.paths[_k(event.key)] = [0]
             path.append(self.histories.extend(path[-1], (event.identity, event.digest)))
         elif isinstance(event, t.Deliver):
             k = _k(event.key)
@@ -181,6 +187,10 @@ class _Timeline:
                 k: self.histories.path(node, self.paths.get(k)) for k, node in history.items()
             }
             self.delivered_at = dict(delivered)
+
+
+#: The events that move the timeline.
+_TIMELINE_EVENTS = frozenset({t.Accept, t.Deliver, t.Checkpoint, t.Restore})
 
 
 def _walk(trace: t.Trace) -> Iterator[tuple[int, t.Event, _Timeline]]:

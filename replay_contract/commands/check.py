@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from replay_contract.cli import CommandError, path_argument, writable_folder
-from replay_contract.conformance.check import FAIL, PASS, UNKNOWN, Judgement, check
+from replay_contract.conformance.check import (
+    FAIL,
+    PASS,
+    UNKNOWN,
+    Judgement,
+    check,
+    paused_collection,
+)
 from replay_contract.conformance.tracefile import TraceError, read
 from replay_contract.model.topology import key_text
 
@@ -43,13 +50,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        recorded = read(args.trace)
-    except TraceError as exc:
-        raise CommandError(str(exc)) from None
     writable_folder(args.out)
     try:
-        judgement = check(recorded, args.out)
+        with paused_collection():
+            judgement = check(read(args.trace), args.out)
     except TraceError as exc:
         raise CommandError(str(exc)) from None
     if args.json:
