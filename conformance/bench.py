@@ -51,10 +51,7 @@ def recovery(inputs: int, keys: int) -> Scenario:
         )
         for c in range(2)
     )
-    swapped = [
-        ids[i + 1 - k] if i + 1 < inputs else ids[i] for i in range(0, inputs, 2) for k in (0, 1)
-    ]
-    swapped = swapped[:inputs]
+    swapped = [identity for i in range(0, inputs, 2) for identity in reversed(ids[i : i + 2])]
     schedule = (
         Step("checkpoint"),
         *(Step("deliver", i) for i in ids),
