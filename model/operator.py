@@ -40,7 +40,7 @@ class KeyState:
 
     next_position: int = 0
     memory: Mapping[str, Any] = field(factory=dict)
-    history: tuple[tuple[str, str], ...] = ()
+    history: Log[tuple[str, str]] = field(factory=Log)
     waiting: tuple[Record, ...] = ()
     expected: RecordedOrder = field(factory=RecordedOrder)
     diverge_at: int | None = None
@@ -401,7 +401,7 @@ class _Session:
             evolve(
                 ks,
                 next_position=position + 1,
-                history=(*ks.history, (record.identity, record.digest)),
+                history=ks.history.appended((record.identity, record.digest)),
             ),
         )
         key, ident, dig = record.key, record.identity, record.digest
