@@ -13,13 +13,14 @@ infrastructure error cut short (:class:`~.interface.TargetUnavailable`) gets the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from attrs import evolve, frozen
 
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 from replay_contract.model.narrate import table
-from replay_contract.model.scenario import Scenario
+from replay_contract.model.scenario import Scenario, Step
 from replay_contract.spec.properties import (
     COMPLETE_REUSE,
     Verdict,
@@ -27,6 +28,7 @@ from replay_contract.spec.properties import (
     repeated_tool_calls,
 )
 
+from . import tracefile
 from .compare import Difference, first_difference
 from .coverage import exercised
 from .interface import Capabilities, Implementation
@@ -89,22 +91,45 @@ def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> s
 
 
 def judge(
-    impl: Implementation, scenario: Scenario, contract: Contract, seed: int | None = None
+    impl: Implementation,
+    scenario: Scenario,
+    contract: Contract,
+    seed: int | None = None,
+    record: Path | None = None,
 ) -> Result:
-    """Run ``scenario`` against ``impl`` under ``contract`` and judge the run."""
+    """Run ``scenario`` against ``impl`` under ``contract`` and judge the run; with
+    ``record``, the run is also written there as a trace file (``replay-contract check``
+    judges it the same way)."""
     reason = skip_reason(impl.capabilities, scenario, contract)
     if reason is not None:
         return Result(scenario.name, SKIPPED, seed, reason)
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
+    if record is not None:
+        tracefile.write(record, scenario, contract, observed.events, observed.steps)
     if observed.unavailable:
         assert observed.error is not None
         return Result(scenario.name, ERROR, seed, observed.error)
+    return judge_observed(scenario, contract, expected, observed, seed)
+
+
+def judge_observed(
+    scenario: Scenario,
+    contract: Contract,
+    expected: Sequence[tuple[Step, Sequence[t.Event]]],
+    observed: Observed,
+    seed: int | None = None,
+    verdicts: tuple[list[Verdict], list[Verdict]] | None = None,
+) -> Result:
+    """Judge an implementation's run of ``scenario`` (``observed``) against the
+    reference model's (``expected``), as :func:`judge` does: the conformance suite and
+    ``replay-contract check`` judge with this one function. ``verdicts`` are the
+    properties' verdicts on the two traces, when the caller has them already."""
     rules = exercised(contract, tuple(e for _, es in expected for e in es))
     exp_trace = t.Trace(scenario.agent, contract.basis, tuple(e for _, es in expected for e in es))
     act_trace = t.Trace(scenario.agent, contract.basis, observed.events)
-    exp_verdicts = {v.property: v for v in check_all(exp_trace)}
-    act_verdicts = check_all(act_trace)
+    exp_list, act_verdicts = verdicts or (check_all(exp_trace), check_all(act_trace))
+    exp_verdicts = {v.property: v for v in exp_list}
     broken = [v for v in act_verdicts if not v.holds and exp_verdicts[v.property].holds]
     cr = next(v for v in act_verdicts if v.property == COMPLETE_REUSE)
     diff = first_difference(expected, observed.steps)

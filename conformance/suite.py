@@ -146,11 +146,16 @@ def run_case(
     out: Path | None,
     target: str,
     shrinking: bool = True,
+    traces: Path | None = None,
 ) -> Result:
-    """Run one case; a failure is written to ``out`` (and shrunk, when generated). A
-    failure while the implementation's ``health()`` names a cause is an error."""
+    """Run one case; a failure is written to ``out`` (and shrunk, when generated); with
+    ``traces``, every run is recorded there as a trace file. A failure while the
+    implementation's ``health()`` names a cause is an error."""
     scenario = case.build()
-    result = judge(impl, scenario, contract, case.seed)
+    record = None
+    if traces is not None:
+        record = traces / slug(target) / slug(contract.name) / f"{slug(scenario.name)}.ndjson"
+    result = judge(impl, scenario, contract, case.seed, record)
     if result.verdict == FAILED:
         cause = health(impl)
         if cause is not None:
@@ -181,6 +186,7 @@ def run_all(
     progress: Callable[[Result], None] | None = None,
     limits: Limits | None = None,
     results: list[Result] | None = None,
+    traces: Path | None = None,
 ) -> list[Result]:
     """Run every case in order, reporting each result to ``progress``; only the first
     :data:`SHRINK_FIRST` failing generated cases are shrunk (the rest are written as
@@ -201,7 +207,7 @@ def run_all(
             result = Result(case.name, ERROR, case.seed, cause)
         else:
             result = run_case(
-                impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST
+                impl, case, contract, out, target, shrinking and shrunk < SHRINK_FIRST, traces
             )
         shrunk += result.verdict == FAILED and case.family == "generated"
         errors = errors + 1 if result.verdict == ERROR else 0

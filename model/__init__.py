@@ -11,6 +11,7 @@ published contract:
 - :mod:`.operator`: the keyed operator and the schedule vocabulary
   (``deliver``, ``checkpoint``, ``crash``, ``restore``, ``end``);
 - :mod:`.trace`: the observable trace a run leaves;
+- :mod:`.log`: the append-only sequence a run's successive worlds share;
 - :mod:`.scenario`: the JSON scenario format and the built-in catalogue;
 - :mod:`.run`: running a scenario under a contract;
 - :mod:`.explore`: the exhaustive explorer.

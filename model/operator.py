@@ -21,7 +21,15 @@ from . import trace as t
 from .agent import Agent, Path, call_tool
 from .contracts import Contract
 from .errors import ScenarioError
-from .store import Entry, Invalidation, Recorded, StoreView
+from .log import Log
+from .store import (
+    Entry,
+    IndexedView,
+    Invalidation,
+    Recorded,
+    StoreView,
+    view_of,
+)
 from .topology import Key, Record, Topology
 
 
@@ -52,7 +60,7 @@ class Operator:
     up: bool = True
     keys: Mapping[tuple[str, Key], KeyState] = field(factory=dict)
     offsets: Mapping[str, int] = field(factory=dict)
-    pending: tuple[t.Output, ...] = ()
+    pending: Log[t.Output] = field(factory=Log)
     marker: int = 0
     volatile: tuple[tuple[int, Invalidation], ...] = ()
 
@@ -74,18 +82,20 @@ class World:
     agent: Agent
     contract: Contract
     operator: Operator = field(factory=Operator)
-    store: tuple[Entry, ...] = ()
+    store: Log[Entry] = field(factory=Log)
     checkpoint: SavedCheckpoint = field(factory=lambda: SavedCheckpoint(0, Operator()))
     high_water: Mapping[str, int] = field(factory=dict)
-    committed: tuple[t.Output, ...] = ()
-    events: tuple[t.Event, ...] = ()
+    committed: Log[t.Output] = field(factory=Log)
+    events: Log[t.Event] = field(factory=Log)
     ended: bool = False
 
     def next_record(self, channel: str) -> Record | None:
         """The record a channel delivers next, after any it lost on re-delivery."""
         offset = self.operator.offsets.get(channel, 0)
         high = self.high_water.get(channel, 0)
-        for record in self.topology.channel(channel).records[offset:]:
+        records = self.topology.channel(channel).records
+        for at in range(offset, len(records)):
+            record = records[at]
             if record.offset < high and record.replay is not None and record.replay.lost:
                 continue
             return record
@@ -101,21 +111,7 @@ def _k(key: Key) -> tuple[str, Key]:
 
 
 def deliver(world: World, identity: str, crash_after: int | None = None) -> World:
-    _require_up(world, f"deliver {identity!r}")
-    try:
-        record = world.topology.record(identity)
-    except KeyError:
-        raise ScenarioError(f"deliver {identity!r}: no such record") from None
-    expected = world.next_record(record.channel)
-    if expected is None:
-        raise ScenarioError(
-            f"deliver {identity!r}: channel {record.channel!r} has nothing left to deliver"
-        )
-    if expected.identity != identity:
-        raise ScenarioError(
-            f"deliver {identity!r}: channel {record.channel!r} delivers "
-            f"{expected.identity!r} next (each channel keeps its order)"
-        )
+    record = delivery(world, identity)
     replayed = record.offset < world.high_water.get(record.channel, 0)
     channel = world.topology.channel(record.channel)
     delivered = record.replayed() if replayed and not channel.replayable else record
@@ -136,27 +132,27 @@ def checkpoint(world: World) -> World:
     """Snapshot the operator; the recovery marker is the first store entry that a
     restore from this checkpoint may still need (an entry of a position not yet
     accepted), so recovery never reads more than that."""
-    _require_up(world, "checkpoint")
+    require_up(world, "checkpoint")
     op = world.operator
     view = _Session(world).view()
-    needed = [i for i, e in view.valid() if e.position >= op.key(e.key).next_position]
-    op = evolve(op, pending=(), marker=min(needed, default=len(world.store)))
+    needed = view.needed(lambda key: op.key(key).next_position)
+    op = evolve(op, pending=Log(), marker=len(world.store) if needed is None else needed)
     number = world.checkpoint.checkpoint + 1
     return evolve(
         world,
         operator=op,
         checkpoint=SavedCheckpoint(number, op),
         committed=world.committed + world.operator.pending,
-        events=(*world.events, t.Checkpoint(number)),
+        events=world.events.appended(t.Checkpoint(number)),
     )
 
 
 def crash(world: World) -> World:
-    _require_up(world, "crash")
+    require_up(world, "crash")
     return evolve(
         world,
-        operator=evolve(world.operator, up=False, pending=()),
-        events=(*world.events, t.Crash()),
+        operator=evolve(world.operator, up=False, pending=Log()),
+        events=world.events.appended(t.Crash()),
     )
 
 
@@ -175,7 +171,7 @@ def restore(world: World, crash_after: int | None = None) -> World:
 
 def end(world: World) -> World:
     """End of input: give up every recorded input still missing, flush, commit."""
-    _require_up(world, "end")
+    require_up(world, "end")
     session = _Session(world)
     recovery.end_of_input(session)
     world = _commit(world, session, None)
@@ -186,17 +182,38 @@ def end(world: World) -> World:
     return evolve(
         world,
         committed=world.committed + world.operator.pending,
-        operator=evolve(world.operator, pending=()),
+        operator=evolve(world.operator, pending=Log()),
         ended=True,
-        events=(*world.events, t.End(memory)),
+        events=world.events.appended(t.End(memory)),
     )
+
+
+def delivery(world: World, identity: str) -> Record:
+    """The record ``deliver identity`` brings: the operator must be up and the record
+    the next one its channel delivers (each channel keeps its order)."""
+    require_up(world, f"deliver {identity!r}")
+    try:
+        record = world.topology.record(identity)
+    except KeyError:
+        raise ScenarioError(f"deliver {identity!r}: no such record") from None
+    expected = world.next_record(record.channel)
+    if expected is None:
+        raise ScenarioError(
+            f"deliver {identity!r}: channel {record.channel!r} has nothing left to deliver"
+        )
+    if expected.identity != identity:
+        raise ScenarioError(
+            f"deliver {identity!r}: channel {record.channel!r} delivers "
+            f"{expected.identity!r} next (each channel keeps its order)"
+        )
+    return record
 
 
 def _keys_in(op: Operator) -> list[Key]:
     return [name[1] for name in op.keys]
 
 
-def _require_up(world: World, what: str) -> None:
+def require_up(world: World, what: str) -> None:
     if world.ended:
         raise ScenarioError(f"{what}: the input has ended")
     if not world.operator.up:
@@ -222,7 +239,7 @@ def _commit(world: World, session: _Session, crash_after: int | None) -> World:
         cut = len(events)  # fewer effects than asked: the step completes, then the crash
     kept = tuple(events[:cut])
     store = world.store + tuple(e for i, e in writes if i < cut)
-    down = evolve(world.operator, up=False, pending=())
+    down = evolve(world.operator, up=False, pending=Log())
     return evolve(world, operator=down, store=store, events=world.events + kept + (t.Crash(),))
 
 
@@ -298,11 +315,12 @@ class _Session:
     def output(self, key: Key, identity: str, path: Path, value: Any) -> None:
         out = t.Output(key, identity, path, value)
         self.report(out)
-        self.operator = evolve(self.operator, pending=(*self.operator.pending, out))
+        self.operator = evolve(self.operator, pending=self.operator.pending.appended(out))
 
-    def view(self) -> StoreView:
-        log = self.world.store + tuple(e for _, e in self.writes)
-        entries = [(i, e) for i, e in enumerate(log) if i >= self.operator.marker]
-        entries.extend(self.operator.volatile)
-        entries.sort(key=lambda pair: (pair[0], not isinstance(pair[1], Invalidation)))
-        return StoreView(tuple(entries))
+    def view(self) -> StoreView | IndexedView:
+        return view_of(
+            self.world.store,
+            [e for _, e in self.writes],
+            self.operator.marker,
+            self.operator.volatile,
+        )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 #: A business key: a string or an integer (never a bool or a float). ``1`` and ``"1"``
 #: are different keys.
@@ -63,7 +64,7 @@ class Record:
     offset: int
     replay: Replay | None = None
 
-    @property
+    @cached_property
     def digest(self) -> str:
         """The digest of the input as delivered: identity and payload."""
         return digest([self.identity, self.payload])
@@ -94,19 +95,29 @@ class Topology:
     """The upstream channels of one keyed operator."""
 
     channels: tuple[Channel, ...]
+    _by_name: dict[str, Channel] = field(init=False, eq=False, repr=False, hash=False)
+    _by_identity: dict[str, Record] = field(init=False, eq=False, repr=False, hash=False)
 
-    def channel(self, name: str) -> Channel:
+    @_by_name.default
+    def _index_channels(self) -> dict[str, Channel]:
+        by_name: dict[str, Channel] = {}
         for channel in self.channels:
-            if channel.name == name:
-                return channel
-        raise KeyError(name)
+            by_name.setdefault(channel.name, channel)
+        return by_name
 
-    def record(self, identity: str) -> Record:
+    @_by_identity.default
+    def _index_records(self) -> dict[str, Record]:
+        by_identity: dict[str, Record] = {}
         for channel in self.channels:
             for record in channel.records:
-                if record.identity == identity:
-                    return record
-        raise KeyError(identity)
+                by_identity.setdefault(record.identity, record)
+        return by_identity
+
+    def channel(self, name: str) -> Channel:
+        return self._by_name[name]
+
+    def record(self, identity: str) -> Record:
+        return self._by_identity[identity]
 
     @property
     def records(self) -> tuple[Record, ...]:

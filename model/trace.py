@@ -12,6 +12,7 @@ any of them (``crash_after`` in a schedule counts them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from attrs import NOTHING, asdict, fields, frozen
@@ -234,7 +235,7 @@ class Trace:
 
     agent: Agent
     basis: str
-    events: tuple[Event, ...]
+    events: Sequence[Event]
 
 
 def event_to_json(event: Event) -> dict[str, Any]:

@@ -38,6 +38,7 @@ COMMANDS = (
     "verify",
     "conform",
     "findings",
+    "check",
     "services",
     "bench",
 )

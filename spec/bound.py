@@ -63,6 +63,30 @@ DEFAULT_ENGINE = "parametric"
 
 _NUMBERS = ("inputs", "channels", "keys", "crashes", "changes")
 
+#: The largest bound ``verify`` is known to finish (docs/howto/verify.md): the witnesses
+#: and the induction engine's proofs of ``seqnum`` at it take minutes on 2 cores.
+LARGEST_KNOWN = Bound(inputs=8, channels=3, keys=2, crashes=2)
+
+#: The most of each dimension ``verify`` accepts. Every engine's formulas, its witness
+#: search or its reachability checks grow with the bound; beyond this, each dimension is
+#: far past what any engine has been seen to finish, so the bound is refused before any
+#: work is done instead of left encoding for hours.
+LIMIT = Bound(inputs=12, channels=4, keys=3, crashes=3, changes=2)
+
+
+def too_large(bound: Bound) -> str | None:
+    """Why ``verify`` refuses ``bound`` (one line: what is too large and what would
+    finish), or ``None``."""
+    over = [n for n in _NUMBERS if getattr(bound, n) > getattr(LIMIT, n)]
+    if not over:
+        return None
+    name = over[0]
+    return (
+        f"bound: {name}={getattr(bound, name)} is too large for verify (at most "
+        f"{name}={getattr(LIMIT, name)}; the largest bound known to finish is {LARGEST_KNOWN}, "
+        "in minutes on 2 cores); to judge a long run, record it and use replay-contract check"
+    )
+
 
 def parse(text: str, base: Bound = DEFAULT) -> Bound:
     """``inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b]``."""

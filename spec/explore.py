@@ -17,6 +17,7 @@ reference the symbolic encoding of ``verify`` is tested against.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from math import comb
 
 from attrs import frozen
 
@@ -70,9 +71,8 @@ def _by_channel(scenario: Scenario, identities: Sequence[str]) -> list[list[str]
     return list(groups.values())
 
 
-def redeliveries(scenario: Scenario) -> Iterator[tuple[Step, ...]]:
-    """The schedule with the plain deliveries after each restore in every interleaving."""
-    steps = list(scenario.schedule)
+def _blocks(steps: Sequence[Step]) -> list[tuple[int, int]]:
+    """The runs of plain deliveries right after each restore, as (start, stop)."""
     blocks: list[tuple[int, int]] = []
     i = 0
     while i < len(steps):
@@ -85,6 +85,62 @@ def redeliveries(scenario: Scenario) -> Iterator[tuple[Step, ...]]:
             i = j
         else:
             i += 1
+    return blocks
+
+
+def orders(scenario: Scenario) -> tuple[int, int]:
+    """How many schedules :func:`redeliveries` yields, and how many re-delivery orders
+    of one restore it lists at once (the most of any restore), counted without listing
+    them: the interleavings of channels of lengths n1..nk number (n1+..+nk)!/(n1!..nk!)."""
+    total, widest = 1, 1
+    for start, stop in _blocks(scenario.schedule):
+        ids = [s.record for s in scenario.schedule[start:stop] if s.record]
+        count, placed = 1, 0
+        for group in _by_channel(scenario, ids):
+            placed += len(group)
+            count *= comb(placed, len(group))
+        total *= count
+        widest = max(widest, count)
+    return total, widest
+
+
+#: The most model steps an exploration may take (runs times schedule steps, and the
+#: re-delivery orders of one restore listed up front times their length): a few minutes
+#: on 2 cores (about 6,000 steps a second, the properties checked on every run).
+MOST_STEPS = 1_000_000
+
+
+def too_large(scenario: Scenario, limit: int) -> str | None:
+    """Why exploring ``scenario`` with at most ``limit`` runs would not finish (one line:
+    what is too large and what would), or ``None``. Only the re-delivery orders are
+    counted; crash points add to them."""
+    total, widest = orders(scenario)
+    steps = max(1, len(scenario.schedule))
+    runs = min(total, limit)
+    if runs * steps <= MOST_STEPS and widest * steps <= MOST_STEPS:
+        return None
+    what = f"{_count(total)} re-delivery orders of {steps} steps each"
+    if widest * steps > MOST_STEPS:
+        return (
+            f"{scenario.name}: {what} are too many to explore (one restore alone is followed "
+            f"by {_count(widest)} orders; the explorer finishes up to about "
+            f"{MOST_STEPS:,} steps); simulate runs one order"
+        )
+    return (
+        f"{scenario.name}: {what} are too many to explore within --limit {limit:,} "
+        f"(about {MOST_STEPS:,} steps finish in minutes); --limit "
+        f"{max(1, MOST_STEPS // steps):,} would finish, or simulate runs one order"
+    )
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**9 else f"about 10^{len(str(n)) - 1}"
+
+
+def redeliveries(scenario: Scenario) -> Iterator[tuple[Step, ...]]:
+    """The schedule with the plain deliveries after each restore in every interleaving."""
+    steps = list(scenario.schedule)
+    blocks = _blocks(steps)
     merges = [
         _by_channel(scenario, [s.record for s in steps[start:stop] if s.record])
         for start, stop in blocks

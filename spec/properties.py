@@ -11,7 +11,10 @@ durable saves and tool calls, being outside the operator, stay.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import sys
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from attrs import frozen
@@ -56,39 +59,138 @@ def _holds(name: str) -> Verdict:
     return Verdict(name, True)
 
 
-class _Timeline:
-    """Per-key accepted histories and delivered inputs along the effective timeline."""
+class _Histories:
+    """Accepted histories as the nodes of a trie, so that equal histories are one node:
+    comparing two histories (or two prefixes of them) is comparing two numbers, and
+    keeping one for later is keeping a number."""
 
     def __init__(self) -> None:
-        self.history: dict[K, list[Input]] = {}
-        self.delivered: dict[K, list[tuple[Input, int]]] = {}
-        self.saved: dict[int, tuple[dict[K, list[Input]], dict[K, list[tuple[Input, int]]]]] = {
-            0: ({}, {})
-        }
+        self.parent: list[int] = [0]
+        self.item: list[Input] = [("", "")]
+        self.depth: list[int] = [0]
+        self.child: dict[tuple[int, Input], int] = {}
+
+    def extend(self, node: int, item: Input) -> int:
+        found = self.child.get((node, item))
+        if found is None:
+            found = self.child[(node, item)] = len(self.parent)
+            self.parent.append(node)
+            self.item.append(item)
+            self.depth.append(self.depth[node] + 1)
+        return found
+
+    def items(self, node: int) -> list[Input]:
+        out = []
+        while node:
+            out.append(self.item[node])
+            node = self.parent[node]
+        out.reverse()
+        return out
+
+    def path(self, node: int, old: list[int] | None) -> list[int]:
+        """The nodes from the root to ``node``, reusing ``old`` (a path) where it agrees."""
+        depth = self.depth[node]
+        if old is not None and len(old) > depth and old[depth] == node:
+            del old[depth + 1 :]
+            return old
+        tail = []
+        while old is None or len(old) <= self.depth[node] or old[self.depth[node]] != node:
+            tail.append(node)
+            if node == 0:
+                old = []
+                break
+            node = self.parent[node]
+        else:
+            del old[self.depth[node] + 1 :]
+        tail.reverse()
+        old.extend(tail)
+        return old
+
+
+class _Timeline:
+    """Per-key accepted histories and delivered inputs along the effective timeline.
+
+    A checkpoint keeps, per key, the node of its history and of its delivered inputs; a
+    restore goes back to them. Both cost the number of keys, not the length of the run.
+    """
+
+    def __init__(self) -> None:
+        self.histories = _Histories()
+        self.paths: dict[K, list[int]] = {}
+        self.delivered_at: dict[K, int] = {}
+        self.delivered_nodes: list[tuple[int, tuple[Input, int]]] = [(0, (("", ""), -1))]
+        self.saved: dict[int, tuple[dict[K, int], dict[K, int]]] = {0: ({}, {})}
         self.last_restore_dead: dict[K, list[Input]] = {}
 
+    def length(self, key: Key) -> int:
+        path = self.paths.get(_k(key))
+        return 0 if path is None else len(path) - 1
+
+    def prefix(self, key: Key, position: int) -> int:
+        """The node of the key's first ``position`` accepted inputs (all, if fewer)."""
+        path = self.paths.get(_k(key))
+        if path is None:
+            return 0
+        return path[min(position, len(path) - 1)]
+
     def of(self, key: Key) -> list[Input]:
-        return self.history.get(_k(key), [])
+        path = self.paths.get(_k(key))
+        return [] if path is None else self.histories.items(path[-1])
+
+    def history(self) -> dict[K, list[Input]]:
+        """Every key's accepted history, keys in the order the timeline knows them."""
+        return {k: self.histories.items(path[-1]) for k, path in self.paths.items()}
+
+    def delivered(self) -> dict[K, list[tuple[Input, int]]]:
+        """Every key's delivered inputs with the index of their ``deliver`` event."""
+        out = {}
+        for k, node in self.delivered_at.items():
+            items = []
+            while node:
+                node, item = self.delivered_nodes[node]
+                items.append(item)
+            items.reverse()
+            out[k] = items
+        return out
 
     def step(self, index: int, event: t.Event) -> None:
-        if isinstance(event, t.Accept):
-            self.history.setdefault(_k(event.key), []).append((event.identity, event.digest))
+        kind = type(event)
+        if kind not in _TIMELINE_EVENTS:
+            return
+        if kind is t.Accept:
+            assert isinstance(event, t.Accept)
+            path = self.paths.get((type(event.key).__name__, event.key))
+            if path is None:
+                path = self.paths[_k(event.key)] = [0]
+            path.append(self.histories.extend(path[-1], (event.identity, event.digest)))
         elif isinstance(event, t.Deliver):
-            self.delivered.setdefault(_k(event.key), []).append(
-                ((event.identity, event.digest), index)
+            k = _k(event.key)
+            self.delivered_nodes.append(
+                (self.delivered_at.get(k, 0), ((event.identity, event.digest), index))
             )
+            self.delivered_at[k] = len(self.delivered_nodes) - 1
         elif isinstance(event, t.Checkpoint):
             self.saved[event.checkpoint] = (
-                {k: list(v) for k, v in self.history.items()},
-                {k: list(v) for k, v in self.delivered.items()},
+                {k: path[-1] for k, path in self.paths.items()},
+                dict(self.delivered_at),
             )
         elif isinstance(event, t.Restore):
             history, delivered = self.saved.get(event.checkpoint, ({}, {}))
             self.last_restore_dead = {
-                k: v[len(history.get(k, [])) :] for k, v in self.history.items()
+                k: [
+                    self.histories.item[n]
+                    for n in path[self.histories.depth[history[k]] + 1 if k in history else 1 :]
+                ]
+                for k, path in self.paths.items()
             }
-            self.history = {k: list(v) for k, v in history.items()}
-            self.delivered = {k: list(v) for k, v in delivered.items()}
+            self.paths = {
+                k: self.histories.path(node, self.paths.get(k)) for k, node in history.items()
+            }
+            self.delivered_at = dict(delivered)
+
+
+#: The events that move the timeline.
+_TIMELINE_EVENTS = frozenset({t.Accept, t.Deliver, t.Checkpoint, t.Restore})
 
 
 def _walk(trace: t.Trace) -> Iterator[tuple[int, t.Event, _Timeline]]:
@@ -99,6 +201,19 @@ def _walk(trace: t.Trace) -> Iterator[tuple[int, t.Event, _Timeline]]:
         timeline.step(index, event)
 
 
+def histories_before(trace: t.Trace, indexes: Iterable[int]) -> dict[int, dict[K, list[Input]]]:
+    """Every key's accepted history as it stands just before each event of ``indexes``
+    (what a witness shows next to its events)."""
+    wanted = set(indexes)
+    out: dict[int, dict[K, list[Input]]] = {}
+    for i, _, tl in _walk(trace):
+        if i in wanted:
+            out[i] = tl.history()
+            if len(out) == len(wanted):
+                break
+    return out
+
+
 # -- no-stale-reuse ---------------------------------------------------------------------
 
 
@@ -106,10 +221,10 @@ def no_stale_reuse(trace: t.Trace) -> Verdict:
     """A completion is reused only where the key's preceding accepted history (or, for a
     contract whose basis is ``reads``, every value the action read) equals the one it
     was computed under."""
-    saves: dict[int, tuple[int, tuple[Input, ...], tuple[Any, ...]]] = {}
+    saves: dict[int, tuple[int, int, tuple[Any, ...]]] = {}
     for i, e, tl in _walk(trace):
         if isinstance(e, t.Save):
-            saves[e.completion] = (i, tuple(tl.of(e.key)[: e.position]), e.reads)
+            saves[e.completion] = (i, tl.prefix(e.key, e.position), e.reads)
         elif isinstance(e, t.Reuse):
             if e.completion not in saves:
                 return Verdict(
@@ -129,15 +244,16 @@ def no_stale_reuse(trace: t.Trace) -> Verdict:
                         f" but reads {list(e.reads)} now",
                     )
                 continue
-            now = tuple(tl.of(e.key)[: e.position])
+            now = tl.prefix(e.key, e.position)
             if now != then:
+                items = tl.histories.items
                 return Verdict(
                     NO_STALE_REUSE,
                     False,
                     (s, i),
                     f"{e.identity} at position {e.position} of key "
                     f"{key_text(e.key)} reuses a completion computed after "
-                    f"{_ids(then)} but follows {_ids(now)} now",
+                    f"{_ids(items(then))} but follows {_ids(items(now))} now",
                 )
     return _holds(NO_STALE_REUSE)
 
@@ -159,13 +275,13 @@ def key_isolation(trace: t.Trace) -> Verdict:
         if isinstance(e, t.Deliver):
             record_key[e.identity] = _k(e.key)
         elif isinstance(e, t.Accept):
-            if e.position != len(tl.of(e.key)):
+            if e.position != tl.length(e.key):
                 return Verdict(
                     KEY_ISOLATION,
                     False,
                     (i,),
                     f"key {key_text(e.key)} accepts {e.identity} at position "
-                    f"{e.position}, but it has {len(tl.of(e.key))} inputs",
+                    f"{e.position}, but it has {tl.length(e.key)} inputs",
                 )
         elif isinstance(e, t.Save):
             owner[e.completion] = _k(e.key)
@@ -209,10 +325,12 @@ def no_lost_input(trace: t.Trace) -> Verdict:
     tl = _Timeline()
     for i, e in enumerate(trace.events):
         tl.step(i, e)
-    for key, delivered in tl.delivered.items():
-        accepted = [identity for identity, _ in tl.history.get(key, [])]
+    history = tl.history()
+    for key, delivered in tl.delivered().items():
+        accepted = [identity for identity, _ in history.get(key, [])]
+        counts = Counter(accepted)
         for (identity, _), index in delivered:
-            count = accepted.count(identity)
+            count = counts[identity]
             if count != 1:
                 what = "never accepted" if count == 0 else f"accepted {count} times"
                 return Verdict(
@@ -263,13 +381,16 @@ def equivalent_outcome(trace: t.Trace) -> Verdict:
             committed.extend(pending)
             pending, end, end_index = [], e, i
     memory = {_k(k): dict(fields) for k, fields in end.memory} if end else {}
-    for key, history in tl.history.items():
+    committed_of: dict[K, list[str]] = {}
+    for o in committed:
+        committed_of.setdefault(_k(o.key), []).append(o.value)
+    for key, history in tl.history().items():
         mem: dict[str, Any] = {}
         outputs: list[str] = []
         for item in history:
             mem, out = run_without_failure(trace.agent, mem, payloads[item])
             outputs.extend(out)
-        got_outputs = [o.value for o in committed if _k(o.key) == key]
+        got_outputs = committed_of.get(key, [])
         if got_outputs != outputs:
             return Verdict(
                 EQUIVALENT_OUTCOME,
@@ -296,24 +417,22 @@ def divergence_safeguard(trace: t.Trace) -> Verdict:
     """When a different input appears at a recorded position, no completion saved before
     that is reused for the key at or after the position."""
     recorded: dict[tuple[K, int], Input] = {}
-    divergences: list[tuple[K, int, int]] = []  # key, position, event index
+    divergences: dict[K, list[tuple[int, int]]] = {}  # per key: event index, position
     saved_at: dict[int, int] = {}
-    for i, e, _ in _walk(trace):
+    for i, e in enumerate(trace.events):
         if isinstance(e, t.Accept):
             slot = (_k(e.key), e.position)
             before = recorded.get(slot)
             if before is not None and before != (e.identity, e.digest):
-                divergences.append((_k(e.key), e.position, i))
+                divergences.setdefault(_k(e.key), []).append((i, e.position))
             recorded[slot] = (e.identity, e.digest)
         elif isinstance(e, t.Save):
             saved_at[e.completion] = i
         elif isinstance(e, t.Reuse):
-            for key, position, d in divergences:
-                if (
-                    key == _k(e.key)
-                    and e.position >= position
-                    and saved_at.get(e.completion, -1) < d
-                ):
+            of_key = divergences.get(_k(e.key), [])
+            after = bisect_right(of_key, (saved_at.get(e.completion, -1), sys.maxsize))
+            for d, position in of_key[after:]:
+                if e.position >= position:
                     return Verdict(
                         DIVERGENCE_SAFEGUARD,
                         False,

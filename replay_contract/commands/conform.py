@@ -128,6 +128,13 @@ def register(sub: Any) -> None:
         help="exit 1 when fewer than N scenarios ran (passed or failed; skipped ones do not count)",
     )
     p.add_argument(
+        "--record-traces",
+        type=path_argument,
+        metavar="DIR",
+        help="also write every run as a trace file there (DIR/TARGET/CONTRACT/SCENARIO.ndjson), "
+        "for replay-contract check",
+    )
+    p.add_argument(
         "--verbose",
         action="store_true",
         help="list every scenario in the summary, passing generated ones too",
@@ -155,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"--out {args.out}: {part.name} there is not a folder")
     if args.junit is not None:
         writable_file(args.junit, "--junit")
+    if args.record_traces is not None:
+        writable_folder(args.record_traces, "--record-traces")
     fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     impl = targets.resolve(args.target, args.timeout, args.out)
@@ -191,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=progress.update,
                 limits=limits,
                 results=results,
+                traces=args.record_traces,
             )
         except KeyboardInterrupt:
             interrupted = True

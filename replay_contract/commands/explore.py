@@ -11,12 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import replay_contract.model.catalogue as catalogue
-from replay_contract.cli import free_names, path_argument, positive_int, writable_folder
+from replay_contract.cli import (
+    CommandError,
+    free_names,
+    path_argument,
+    positive_int,
+    writable_folder,
+)
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER
 from replay_contract.model.files import slug
 from replay_contract.model.narrate import render
-from replay_contract.spec.explore import explore
+from replay_contract.spec.explore import explore, too_large
 from replay_contract.spec.properties import PROPERTIES
 
 
@@ -70,6 +76,9 @@ def _progress(contract: str) -> Callable[[int], None]:
 def run(args: argparse.Namespace) -> int:
     scenario = catalogue.resolve(args.scenario)
     chosen = chosen_contracts(args)
+    refusal = too_large(scenario, args.limit)
+    if refusal is not None:
+        raise CommandError(refusal)
     writable_folder(args.out)
     # where each finding would be written (its name: spec/explore.py)
     free_names(

@@ -18,7 +18,14 @@ from replay_contract.cli import (
 )
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER, worst
-from replay_contract.spec.bound import DEFAULT, DEFAULT_ENGINE, ENGINES, BoundError, parse
+from replay_contract.spec.bound import (
+    DEFAULT,
+    DEFAULT_ENGINE,
+    ENGINES,
+    BoundError,
+    parse,
+    too_large,
+)
 from replay_contract.spec.properties import PROPERTIES
 
 
@@ -117,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
         bound = parse(args.bound)
     except BoundError as exc:
         raise CommandError(str(exc)) from None
+    refusal = too_large(bound)
+    if refusal is not None:
+        raise CommandError(refusal)
     props = properties(args.property)
     chosen = chosen_contracts(args)
     expected = manifest_verdicts(chosen, props) if args.manifest else None

@@ -105,9 +105,7 @@ def test_every_mutant_of_ordered_is_caught_by_the_catalogue(mutant: str) -> None
     """A mutant breaks a property on a built-in scenario, or (one that is only slower
     to give up, like ``ordered-no-give-up-bound``) decides otherwise than ``ordered``
     on one: the conformance suite compares the traces step by step."""
-    broken = {
-        p for s in all_builtin() for p in figures(simulate(s, MUTANTS[mutant]))["violations"]
-    }
+    broken = {p for s in all_builtin() for p in figures(simulate(s, MUTANTS[mutant]))["violations"]}
     differs = [
         s.name
         for s in all_builtin()
