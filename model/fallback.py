@@ -10,8 +10,8 @@ arrival order (docs/contract.md, "Outside the contract: fallback and re-executio
 from __future__ import annotations
 
 from . import trace as t
-from .keyed import Expected, Host, KeyState
-from .store import Invalidation
+from .keyed import Host, KeyState
+from .store import Invalidation, RecordedOrder
 from .topology import Key, Record
 
 
@@ -24,7 +24,7 @@ def give_up_before(host: Host, ks: KeyState, record: Record) -> None:
         return
     reason = f"a later record of channel {record.channel!r} arrived"
     host.report(t.GiveUp(record.key, r.position, r.identity, reason))
-    ks.expected.keep_before(r.position)
+    ks.expected = ks.expected.before(r.position)
     ks.diverge_at = r.position if ks.diverge_at is None else min(ks.diverge_at, r.position)
 
 
@@ -33,7 +33,7 @@ def give_up_waiting(host: Host, ks: KeyState) -> bool:
     gave up."""
     bound = host.contract.give_up_after
     if len(ks.waiting) > bound and ks.expected:
-        head = ks.expected.head
+        head = ks.expected[0]
         diverge(host, ks.key, head.position, head.identity, f"more than {bound} inputs waited")
         return True
     return False
@@ -45,7 +45,7 @@ def diverge(host: Host, key: Key, position: int, missing: str, reason: str) -> N
     if missing:
         host.report(t.GiveUp(key, position, missing, reason))
     ks = host.state(key)
-    ks.expected, ks.diverge_at = Expected(), None
+    ks.expected, ks.diverge_at = RecordedOrder(), None
     invalidate(host, key, Invalidation(key, ks.next_position))
 
 

@@ -10,9 +10,6 @@ handling) stays with it.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
-from collections import deque
-from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from attrs import define, field
@@ -20,62 +17,8 @@ from attrs import define, field
 from . import trace as t
 from .agent import Agent, Path
 from .contracts import Contract
-from .store import Completion, Entry, Invalidation, Recorded
+from .store import Completion, Entry, Invalidation, Recorded, RecordedOrder
 from .topology import Key, Record
-
-
-class Expected:
-    """The recorded positions a recovering key still expects, in position order.
-
-    Besides the head (the next position to re-accept), the split-order rule asks for the
-    first expected input of one channel that comes before a given offset of that channel
-    and has not arrived. An index by channel answers that without a scan of everything
-    still expected, so a recovery stays linear in the inputs it replays.
-    """
-
-    def __init__(self, items: Iterable[Recorded] = ()) -> None:
-        self._items: deque[Recorded] = deque(items)
-        self._live: set[int] = {r.position for r in self._items}
-        self._by_channel: dict[str, list[tuple[int, int, Recorded]]] = {}
-        for r in self._items:
-            insort(self._by_channel.setdefault(r.channel, []), (r.offset, r.position, r))
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[Recorded]:
-        return iter(self._items)
-
-    @property
-    def head(self) -> Recorded:
-        return self._items[0]
-
-    def pop_head(self) -> Recorded:
-        head = self._items.popleft()
-        self._live.discard(head.position)
-        return head
-
-    def keep_before(self, position: int) -> None:
-        """Drop every expected position from ``position`` on."""
-        while self._items and self._items[-1].position >= position:
-            self._live.discard(self._items.pop().position)
-
-    def first_missing(self, channel: str, offset: int, arrived: set[str]) -> Recorded | None:
-        """The expected input of ``channel`` first in position order whose offset is below
-        ``offset`` and whose identity has not ``arrived``."""
-        entries = self._by_channel.get(channel, [])
-        while entries and entries[0][1] not in self._live:
-            entries.pop(0)  # re-accepted or dropped: gone for good
-        end = bisect_left(entries, (offset,))
-        missing = [
-            r
-            for _, position, r in entries[:end]
-            if position in self._live and r.identity not in arrived
-        ]
-        return min(missing, key=lambda r: r.position, default=None)
 
 
 @define
@@ -87,7 +30,7 @@ class KeyState:
     next_position: int = 0
     memory: dict[str, Any] = field(factory=dict)
     waiting: list[Record] = field(factory=list)
-    expected: Expected = field(factory=Expected)
+    expected: RecordedOrder = field(factory=RecordedOrder)
     diverge_at: int | None = None
 
     @property

@@ -26,7 +26,7 @@ from .store import (
     Entry,
     IndexedView,
     Invalidation,
-    Recorded,
+    RecordedOrder,
     StoreView,
     view_of,
 )
@@ -40,7 +40,7 @@ class KeyState:
     next_position: int = 0
     memory: Mapping[str, Any] = field(factory=dict)
     waiting: tuple[Record, ...] = ()
-    expected: tuple[Recorded, ...] = ()
+    expected: RecordedOrder = field(factory=RecordedOrder)
     diverge_at: int | None = None
 
     @property
@@ -270,7 +270,7 @@ class _Session:
                 saved.next_position,
                 dict(saved.memory),
                 list(saved.waiting),
-                keyed.Expected(saved.expected),
+                saved.expected,  # immutable: shared, not copied
                 saved.diverge_at,
             )
         return ks
@@ -286,7 +286,7 @@ class _Session:
                 ks.next_position,
                 dict(ks.memory),
                 tuple(ks.waiting),
-                tuple(ks.expected),
+                ks.expected,
                 ks.diverge_at,
             )
             for name, ks in self.working.items()

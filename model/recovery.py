@@ -14,8 +14,9 @@ from collections.abc import Iterable
 
 from . import trace as t
 from .fallback import diverge, give_up_before, give_up_waiting
-from .keyed import Expected, Host
+from .keyed import Host
 from .reuse import accept
+from .store import RecordedOrder
 from .topology import Key, Record
 
 
@@ -25,7 +26,7 @@ def restore_order(host: Host, keys: Iterable[Key]) -> None:
     view = host.view()
     states = [host.state(key) for key in keys]
     for ks in states:
-        ks.expected = Expected(view.recorded_order(ks.key, ks.next_position))
+        ks.expected = RecordedOrder(view.recorded_order(ks.key, ks.next_position))
         ks.diverge_at = None
     for ks in states:
         advance(host, ks.key)
@@ -43,7 +44,7 @@ def arrive(host: Host, record: Record) -> None:
     ks.waiting.append(record)
     advance(host, record.key)
     if any(w.identity == record.identity for w in ks.waiting):
-        awaiting = ks.expected.head.identity if ks.expected else ""
+        awaiting = ks.expected[0].identity if ks.expected else ""
         host.report(t.Wait(record.key, record.identity, awaiting))
         if give_up_waiting(host, ks):
             advance(host, record.key)
@@ -54,14 +55,14 @@ def advance(host: Host, key: Key) -> None:
     ks = host.state(key)
     while True:
         if ks.expected:
-            head = ks.expected.head
+            head = ks.expected[0]
             match = next((w for w in ks.waiting if w.identity == head.identity), None)
             if match is None:
                 return
             if match.digest != head.digest:
                 diverge(host, key, head.position, head.identity, "the input came back changed")
                 continue
-            ks.expected.pop_head()
+            ks.expected = ks.expected[1:]
             ks.waiting = [w for w in ks.waiting if w is not match]
             accept(host, match, recorded=True)
         elif ks.diverge_at is not None:
@@ -78,6 +79,6 @@ def end_of_input(host: Host) -> None:
     for key in host.known_keys():
         ks = host.state(key)
         if ks.expected:
-            head = ks.expected.head
+            head = ks.expected[0]
             diverge(host, key, head.position, head.identity, "end of input")
         advance(host, key)

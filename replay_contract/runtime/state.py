@@ -16,8 +16,8 @@ from typing import Any
 
 from attrs import define
 
-from replay_contract.model.keyed import Expected, KeyState
-from replay_contract.model.store import Invalidation, Recorded
+from replay_contract.model.keyed import KeyState
+from replay_contract.model.store import Invalidation, Recorded, RecordedOrder
 from replay_contract.model.topology import Record
 
 from .view import KeyName, key_name
@@ -111,7 +111,7 @@ def _key_state(d: dict[str, Any]) -> KeyState:
         d["next"],
         dict(d["memory"]),
         [_record(r) for r in d["waiting"]],
-        Expected(Recorded(*r) for r in d["expected"]),
+        RecordedOrder(Recorded(*r) for r in d["expected"]),
         d["diverge_at"],
     )
 
