@@ -17,7 +17,7 @@ from attrs import define, field
 from . import trace as t
 from .agent import Agent, Path
 from .contracts import Contract
-from .store import Completion, Entry, Invalidation, Recorded, RecordedOrder
+from .store import Completion, Entry, Invalidation, Lookup, Recorded, RecordedOrder
 from .topology import Key, Record
 
 
@@ -41,16 +41,7 @@ class KeyState:
 class View(Protocol):
     """The queries the rules ask of the store (from the recovery marker on)."""
 
-    def find(
-        self,
-        key: Key,
-        path: Path,
-        *,
-        identity: str,
-        digest: str,
-        position: int | None = None,
-        reads: tuple[Any, ...] | None = None,
-    ) -> tuple[int, Completion] | None: ...
+    def find(self, key: Key, lookup: Lookup) -> tuple[int, Completion] | None: ...
 
     def voided_by(self, inv: Invalidation) -> tuple[int, ...]: ...
 

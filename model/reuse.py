@@ -15,7 +15,7 @@ from . import trace as t
 from .agent import execute, read
 from .fallback import invalidate
 from .keyed import Host
-from .store import Completion, Invalidation, OrderEntry
+from .store import Completion, Invalidation, Lookup, OrderEntry
 from .topology import Record
 
 
@@ -37,11 +37,13 @@ def accept(host: Host, record: Record, recorded: bool) -> None:
         reads = read(memory, action)
         found = host.view().find(
             key,
-            path,
-            identity=ident,
-            digest=dig,
-            position=position if c.match == "position" else None,
-            reads=reads if c.match == "reads" else None,
+            Lookup(
+                path,
+                ident,
+                dig,
+                position=position if c.match == "position" else None,
+                reads=reads if c.match == "reads" else None,
+            ),
         )
         if found is not None:
             index, saved = found

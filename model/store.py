@@ -184,6 +184,28 @@ class RecordedOrder(Sequence[Recorded]):
 
 
 @frozen
+class Lookup:
+    """What a saved completion is looked up by (the contract's ``match``): the action's
+    causal path and the input's identity and digest, and the input's ``position`` or
+    the values the action ``reads`` when the contract matches on them."""
+
+    path: Path
+    identity: str
+    digest: str
+    position: int | None = None
+    reads: tuple[Any, ...] | None = None
+
+    def matches(self, c: Completion) -> bool:
+        return (
+            c.path == self.path
+            and c.identity == self.identity
+            and c.digest == self.digest
+            and (self.position is None or c.position == self.position)
+            and (self.reads is None or c.reads == self.reads)
+        )
+
+
+@frozen
 class StoreView:
     """The store's entries from a recovery marker on, indexed by log position.
 
@@ -218,30 +240,11 @@ class StoreView:
             (i, e) for i, e in self.valid() if isinstance(e, Completion) and same_key(e.key, key)
         ]
 
-    def find(
-        self,
-        key: Key,
-        path: Path,
-        *,
-        identity: str,
-        digest: str,
-        position: int | None = None,
-        reads: tuple[Any, ...] | None = None,
-    ) -> tuple[int, Completion] | None:
-        """The latest valid completion of ``path`` for this input, if any.
-
-        ``position`` restricts the match to that position; ``reads`` to completions
-        that read those values.
-        """
+    def find(self, key: Key, lookup: Lookup) -> tuple[int, Completion] | None:
+        """The latest valid completion of the key that ``lookup`` matches, if any."""
         found = None
         for index, c in self.completions(key):
-            if (
-                c.path == path
-                and c.identity == identity
-                and c.digest == digest
-                and (position is None or c.position == position)
-                and (reads is None or c.reads == reads)
-            ):
+            if lookup.matches(c):
                 found = (index, c)
         return found
 
@@ -305,9 +308,12 @@ def _name(key: Key) -> _KeyName:
     return (type(key).__name__, key)
 
 
-class _KeyEntries:
+class KeyEntries:
     """The live (not voided) entries of one key, by position and by causal path, and the
-    log index of every entry of the key (invalidations included)."""
+    log index of every entry of the key (invalidations included). The model's
+    :class:`IndexedView` and the runtime's live view (``replay_contract.runtime.view``)
+    both answer their lookups from it; ``marker`` leaves out the entries before a
+    recovery marker."""
 
     def __init__(self) -> None:
         self.at: dict[int, list[tuple[int, _Live]]] = {}
@@ -348,12 +354,50 @@ class _KeyEntries:
             if isinstance(entry, Completion):
                 self.by_path[(entry.path, entry.identity, entry.digest)].remove((index, entry))
 
-    def first_from(self, position: int, marker: int) -> int | None:
+    def first_from(self, position: int, marker: int = 0) -> int | None:
         start = bisect_left(self.positions, position)
         return min(
             (i for p in self.positions[start:] for i, _ in self.at[p] if i >= marker),
             default=None,
         )
+
+    def find(self, lookup: Lookup, marker: int = 0) -> tuple[int, Completion] | None:
+        """The latest live completion ``lookup`` matches."""
+        for index, c in reversed(
+            self.by_path.get((lookup.path, lookup.identity, lookup.digest), ())
+        ):
+            if index < marker:
+                return None
+            if lookup.matches(c):
+                return index, c
+        return None
+
+    def recorded_from(self, start: int, marker: int = 0) -> tuple[Recorded, ...]:
+        """The key's recorded positions from ``start`` on, while they are contiguous."""
+        order: list[Recorded] = []
+        position = start
+        while position in self.at:
+            recorded = next(
+                (
+                    e
+                    for i, e in reversed(self.at[position])
+                    if i >= marker and (isinstance(e, OrderEntry) or e.order)
+                ),
+                None,
+            )
+            if recorded is None:
+                break
+            order.append(
+                Recorded(
+                    recorded.position,
+                    recorded.identity,
+                    recorded.digest,
+                    recorded.channel,
+                    recorded.offset,
+                )
+            )
+            position += 1
+        return tuple(order)
 
 
 class LogIndex:
@@ -361,14 +405,14 @@ class LogIndex:
 
     def __init__(self) -> None:
         self.length = 0
-        self.keys: dict[_KeyName, _KeyEntries] = {}
+        self.keys: dict[_KeyName, KeyEntries] = {}
 
     def add(self, entry: Entry) -> None:
         index, self.length = self.length, self.length + 1
         name = _name(entry.key)
         entries = self.keys.get(name)
         if entries is None:
-            entries = self.keys[name] = _KeyEntries()
+            entries = self.keys[name] = KeyEntries()
         entries.indexes.append(index)
         if isinstance(entry, Invalidation):
             entries.invalidate(entry)
@@ -392,25 +436,9 @@ class IndexedView:
                 firsts.append((entries.indexes[at], key))
         return [key for _, key in sorted(firsts, key=lambda pair: pair[0])]
 
-    def find(
-        self,
-        key: Key,
-        path: Path,
-        *,
-        identity: str,
-        digest: str,
-        position: int | None = None,
-        reads: tuple[Any, ...] | None = None,
-    ) -> tuple[int, Completion] | None:
+    def find(self, key: Key, lookup: Lookup) -> tuple[int, Completion] | None:
         entries = self.index.keys.get(_name(key))
-        if entries is None:
-            return None
-        for index, c in reversed(entries.by_path.get((path, identity, digest), ())):
-            if index < self.marker:
-                return None
-            if (position is None or c.position == position) and (reads is None or c.reads == reads):
-                return index, c
-        return None
+        return None if entries is None else entries.find(lookup, self.marker)
 
     def voided_by(self, inv: Invalidation) -> tuple[int, ...]:
         entries = self.index.keys.get(_name(inv.key))
@@ -422,30 +450,7 @@ class IndexedView:
 
     def recorded_order(self, key: Key, start: int) -> tuple[Recorded, ...]:
         entries = self.index.keys.get(_name(key))
-        order: list[Recorded] = []
-        position = start
-        while entries is not None and position in entries.at:
-            recorded = next(
-                (
-                    e
-                    for i, e in reversed(entries.at[position])
-                    if i >= self.marker and (isinstance(e, OrderEntry) or e.order)
-                ),
-                None,
-            )
-            if recorded is None:
-                break
-            order.append(
-                Recorded(
-                    recorded.position,
-                    recorded.identity,
-                    recorded.digest,
-                    recorded.channel,
-                    recorded.offset,
-                )
-            )
-            position += 1
-        return tuple(order)
+        return () if entries is None else entries.recorded_from(start, self.marker)
 
     def needed(self, next_position: Callable[[Key], int]) -> int | None:
         firsts = (

@@ -12,6 +12,7 @@ from replay_contract.model.store import (
     Entry,
     IndexedView,
     Invalidation,
+    Lookup,
     OrderEntry,
     Recorded,
     RecordedOrder,
@@ -56,8 +57,8 @@ def same_answers(view: IndexedView, model: StoreView) -> None:
             for path in PATHS:
                 for identity, digest in [("A", "a"), ("B", "b")]:
                     for pos, reads in [(None, None), (position, None), (None, ("x",))]:
-                        query = dict(identity=identity, digest=digest, position=pos, reads=reads)
-                        assert view.find(key, path, **query) == model.find(key, path, **query)  # type: ignore[arg-type]
+                        lookup = Lookup(path, identity, digest, pos, reads)
+                        assert view.find(key, lookup) == model.find(key, lookup)  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from replay_contract.model.store import Completion, Entry, Invalidation, OrderEntry
+from replay_contract.model.store import Completion, Entry, Invalidation, Lookup, OrderEntry
 from replay_contract.runtime.kafka_store import TOPIC_CONFIG, KafkaBackend, KafkaNamespace
 from replay_contract.runtime.view import LiveView
 
@@ -78,13 +78,7 @@ def answers(view: LiveView) -> list[object]:
             out.append(view.voided_by(Invalidation(key, position)))
             for identity in "ABCD":
                 out.append(
-                    view.find(
-                        key,
-                        ("respond",),
-                        identity=identity,
-                        digest="d-" + identity,
-                        position=position,
-                    )
+                    view.find(key, Lookup(("respond",), identity, "d-" + identity, position))
                 )
     for start in range(3):
         out.append(view.needed(lambda key, start=start: start))  # type: ignore[misc]

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay_contract.model.store import Completion, Entry, Invalidation, OrderEntry, StoreView
+from replay_contract.model.store import (
+    Completion,
+    Entry,
+    Invalidation,
+    Lookup,
+    OrderEntry,
+    StoreView,
+)
 from replay_contract.runtime.view import LiveView
 
 KEYS = st.sampled_from(["K", "1", 1, "", "é|x"])
@@ -78,18 +85,5 @@ def test_live_view_equals_store_view(
                     for identity, digest in [("A", "a"), ("B", "b"), ("A", "a2")]:
                         for pos in (None, position):
                             for reads in (None, (), ("x",)):
-                                assert view.find(
-                                    key,
-                                    path,
-                                    identity=identity,
-                                    digest=digest,
-                                    position=pos,
-                                    reads=reads,
-                                ) == model.find(
-                                    key,
-                                    path,
-                                    identity=identity,
-                                    digest=digest,
-                                    position=pos,
-                                    reads=reads,
-                                )
+                                lookup = Lookup(path, identity, digest, pos, reads)
+                                assert view.find(key, lookup) == model.find(key, lookup)
