@@ -157,16 +157,17 @@ class Plan:
     contract: str
     examples: int
     sweep: bool = True
-    catalogue_only: bool = False
 
 
-#: The recorded run of the Flink Agents findings (``replay-contract findings``).
+#: The recorded run of the Flink Agents findings (``replay-contract findings``): every
+#: plan on Kafka; on Fluss, where a scenario takes several times as long, the crash
+#: sweeps under ``seqnum`` and the catalogue alone otherwise.
 FLINK_AGENTS_PLANS = (
+    Plan("flink-agents:fluss", "seqnum", 0),
     Plan("flink-agents:kafka", "seqnum", 20),
-    Plan("flink-agents:fluss", "seqnum", 20),
     Plan("flink-agents:kafka", "ordered", 10),
-    Plan("flink-agents:fluss", "ordered", 10),
     Plan("flink-agents:kafka:fresh-jvm", "seqnum", 0, sweep=False),
+    Plan("flink-agents:fluss", "ordered", 0, sweep=False),
     Plan("flink-agents:fluss:fresh-jvm", "seqnum", 0, sweep=False),
 )
 RECORD = Path(__file__).resolve().parent / "flink-agents" / "findings.json"

@@ -39,8 +39,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--shrink-budget",
         type=int,
-        default=30,
-        help="runs spent shrinking each kind's scenario (default 30; 0 keeps it as found)",
+        default=15,
+        help="runs spent shrinking each kind's scenario (default 15; 0 keeps it as found)",
     )
     p.add_argument("--workers", type=positive_int, default=2, help="runs at a time (default 2)")
     p.add_argument("--json", action="store_true", help="print the recorded run")
