@@ -875,34 +875,24 @@ def _findings_runs(doc: dict[str, Any]) -> str:
         + ".",
         "",
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
+    kinds: list[str] = []
     for r in doc["runs"]:
-        kinds = ", ".join(f"{KINDS[k].title.lower()} ({n})" for k, n in r["kinds"].items())
-        what = "catalogue" + (", crash sweeps" if r["sweep"] else "")
+        what = "catalogue" + (", sweeps" if r["sweep"] else "")
         what += f", {r['examples']} generated" if r["examples"] else ""
         rows.append(
             (
-                f"`{r['target']}`",
-                f"`{r['contract']}`",
+                f"`{r['target']}` `{r['contract']}`",
                 what,
-                str(r["passed"]),
-                str(r["failed"]),
-                str(r["skipped"]),
+                f"{r['passed']} / {r['failed']} / {r['skipped']}",
                 f"{r['seconds']:.0f} s ({r['seconds_per_scenario']} s each)",
-                kinds or "none",
             )
         )
-    header = (
-        "target",
-        "contract",
-        "scenarios",
-        "passed",
-        "failed",
-        "skipped",
-        "wall time",
-        "failures by kind",
-    )
-    return "\n".join(lines) + "\n" + md_table(header, rows)
+        found = ", ".join(f"{KINDS[k].title.lower()} ({n})" for k, n in r["kinds"].items())
+        kinds.append(f"- `{r['target']}` under `{r['contract']}`: {found or 'none'}")
+    header = ("target and contract", "scenarios", "passed / failed / skipped", "wall time")
+    table = md_table(header, rows)
+    return "\n".join(lines) + "\n" + table + "\nThe failures by kind:\n\n" + "\n".join(kinds) + "\n"
 
 
 def _finding(f: dict[str, Any]) -> str:
