@@ -925,6 +925,7 @@ def _finding(f: dict[str, Any]) -> str:
             "",
             seen,
             "",
+            '<!-- docs-test: skip="tests/conformance/test_flink_agents.py replays it" -->',
             "```console",
             f"$ {replay}",
             "```",
