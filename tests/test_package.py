@@ -45,7 +45,7 @@ def test_a_wheel_runs_the_commands_outside_the_checkout(tmp_path: Path) -> None:
     assert str(venv) in where.stdout, where.stdout + where.stderr
 
     sim = run(tool, "simulate", "reversed-interleaving", "--contract", "all", "--json", cwd=away)
-    assert sim.returncode == 0, sim.stderr
+    assert sim.returncode == 1, sim.stderr  # exit 1: seqnum breaks complete-reuse here
     broken = {r["contract"]: r["violations"] for r in json.loads(sim.stdout)}
     assert broken["ordered"] == []
     assert broken["seqnum"] == ["complete-reuse"]
@@ -56,7 +56,7 @@ def test_a_wheel_runs_the_commands_outside_the_checkout(tmp_path: Path) -> None:
         tool, "verify", "--contract", "seqnum", "--property", "complete-reuse",
         "--bound", small, "--quiet", "--json", "--out", cx, cwd=away,
     )  # fmt: skip
-    assert verify.returncode == 0, verify.stderr[-3000:]
+    assert verify.returncode == 1, verify.stderr[-3000:]  # a counterexample
     (result,) = json.loads(verify.stdout)
     assert result["verdict"] == "counterexample"
     assert (cx / "seqnum-complete-reuse.json").exists()
