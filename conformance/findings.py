@@ -261,7 +261,7 @@ def record(
     out: Path,
     *,
     seed: int = 0,
-    shrink_budget: int = 30,
+    shrink_budget: int = 15,
     workers: int = 2,
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Any]:
