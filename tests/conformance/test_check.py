@@ -89,7 +89,9 @@ def test_the_models_runs_are_judged_as_conformance_judges_them(
     assert all(b.also_by_model for b in j.broken)
 
 
-def test_a_reuse_turned_into_an_execution_breaks_complete_reuse(tmp_path: Path) -> None:
+def b_runs_again() -> list[dict[str, Any]]:
+    """The recorded reversed interleaving under ``ordered``, with B's reuse after the
+    restore turned into a tool call (B runs again)."""
     lines = recorded(catalogue.builtin("reversed-interleaving"), ORDERED)
     i = index_of(lines, "reuse", "B", after="restore")
     reuse = lines[i]
@@ -99,6 +101,11 @@ def test_a_reuse_turned_into_an_execution_breaks_complete_reuse(tmp_path: Path) 
         "tool": "llm",
         "result": "llm:again",
     }
+    return lines
+
+
+def test_a_reuse_turned_into_an_execution_breaks_complete_reuse(tmp_path: Path) -> None:
+    lines = b_runs_again()
     j = judged(lines, tmp_path)
     assert j.verdict == FAIL
     assert "reuse #2 for B" in (j.difference or "")  # the model reuses where the run executed
@@ -106,7 +113,8 @@ def test_a_reuse_turned_into_an_execution_breaks_complete_reuse(tmp_path: Path) 
     assert set(broken) >= {"complete-reuse"}
     cr = broken["complete-reuse"]
     save = index_of(lines, "save", "B")
-    assert cr.lines == (save + 1, i + 1)  # the save before the failure, the call after it
+    again = index_of(lines, "tool", "B", after="restore")
+    assert cr.lines == (save + 1, again + 1)  # the save before the failure, the call after it
     assert cr.key == "K"
     assert cr.positions == (1, 1)
     assert cr.histories == (("A",), ("A",))
@@ -199,15 +207,7 @@ def test_an_indeterminate_save_the_verdict_depends_on_gives_unknown() -> None:
 
 def test_an_indeterminate_event_the_verdict_does_not_depend_on_is_judged() -> None:
     # B runs again after the restore (a failure whether or not D's save landed)
-    lines = recorded(catalogue.builtin("reversed-interleaving"), ORDERED)
-    i = index_of(lines, "reuse", "B", after="restore")
-    reuse = lines[i]
-    lines[i] = {
-        "event": "tool",
-        **{k: reuse[k] for k in ("key", "position", "identity", "digest", "path")},
-        "tool": "llm",
-        "result": "llm:again",
-    }
+    lines = b_runs_again()
     lines[index_of(lines, "save", "D")]["indeterminate"] = True
     j = judged(lines)
     assert j.verdict == FAIL

@@ -76,6 +76,11 @@ public final class Main {
         return hello;
     }
 
+    /** A scenario's folder and its topic or table: the run (the front's pid) and its number. */
+    static String storeName(String run, int scenario) {
+        return "rc_fa_" + run + "_" + scenario;
+    }
+
     static Map<String, String> parse(String[] argv) {
         Map<String, String> args = new HashMap<>();
         for (int i = 0; i < argv.length; i++) {
@@ -178,7 +183,7 @@ public final class Main {
                     if (session != null) {
                         session.close();
                     }
-                    String name = "rc_fa_" + run + "_" + scenario;
+                    String name = storeName(run, scenario);
                     StoreConfig store =
                             new StoreConfig(require(args, "backend"), require(args, "bootstrap"), name);
                     session = Session.open(protocol, work.resolve(name), (ObjectNode) request, store);
@@ -240,7 +245,7 @@ public final class Main {
                     switch (op) {
                         case "open":
                             stop();
-                            folder = work.resolve("rc_fa_" + run + "_" + scenario);
+                            folder = work.resolve(storeName(run, scenario));
                             start(List.of("--scenario", Integer.toString(scenario)));
                             scenario += 1;
                             relay(request);
