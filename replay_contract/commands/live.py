@@ -36,23 +36,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from replay_contract.live import driver
-    from replay_contract.live.plan import Inexpressible, plan
-    from replay_contract.live.report import summary
+    from replay_contract.live.driver import expresses
+    from replay_contract.live.report import run as run_live
 
     scenario = catalogue.resolve(args.scenario)
     chosen = contracts(args.contract)
     if args.parallelism < 1:
         raise CommandError("--parallelism must be at least 1")
     for c in chosen:
-        try:
-            plan(scenario, c)
-        except Inexpressible as exc:
-            raise CommandError(f"{scenario.name} cannot run live: {exc}") from None
-    results = [
-        summary(driver.run(scenario, c, args.store, parallelism=args.parallelism))
-        for c in chosen
-    ]
+        reason = expresses(scenario, c)
+        if reason is not None:
+            raise CommandError(f"{scenario.name} under {c.name}: {reason}")
+    results = [run_live(scenario, c, args.store, parallelism=args.parallelism) for c in chosen]
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
     else:
@@ -62,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['tool_calls']} tool calls, {r['repeated_tool_calls']} repeated, "
                 f"{r['reused']} reused; violations: {', '.join(r['violations']) or 'none'}; "
                 f"against the model: {r['verdict']}"
-                + (f" ({r['difference']})" if r["difference"] else "")
-                + f"; {r['attempts']} attempts, {r['seconds']} s"
+                + (f" ({r['reason']})" if r["reason"] else "")
+                + f"; {r['seconds']} s"
             )
     bad = any(r["violations"] or r["verdict"] != "pass" for r in results)
     return BROKEN if bad else HOLDS

@@ -15,7 +15,8 @@ keyed state in place of the runtime's snapshots:
 - durable writes go to the real store before they are reported.
 
 Every event is collected for the step and handed back to the caller, which appends them
-to the events file outside the job.
+to the events file outside the job (a tool call with its input and the values it read,
+so that the driver makes the same call through the suite's environment).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from replay_contract.runtime.state import (
 from replay_contract.runtime.store import ActionStateStore
 from replay_contract.runtime.view import KeyName, LiveView, key_name
 
-from .plan import record_of
+from .plan import record_json, record_of
 
 
 def connect(config: dict[str, Any]) -> ActionStateStore:
@@ -73,7 +74,7 @@ class FlinkHost:
         self._touched: set[KeyName] = set()
         self._current: KeyState | None = None
         self._volatile: list[tuple[int, Invalidation]] = []
-        self._events: list[t.Event] = []
+        self._events: list[dict[str, Any]] = []
 
     def close(self) -> None:
         self._store.close()
@@ -83,7 +84,7 @@ class FlinkHost:
     def deliver(self, data: dict[str, Any]) -> list[dict[str, Any]]:
         record = record_of(data)
         self._begin(record.key)
-        self._events.append(t.Deliver.of(record))
+        self._events.append(t.event_to_json(t.Deliver.of(record)))
         recovery.arrive(self, record)
         return self._finish()
 
@@ -109,7 +110,7 @@ class FlinkHost:
         self._touched.add(name)
         for index, inv in self._volatile:
             self._view.add_volatile(index, inv)
-        in_store = any(key_name(k) == name for k in self._view.keys())
+        in_store = any(key_name(k) == name for k in self._view.keys())  # noqa: SIM118 (a view)
         waiting = self._current is not None and bool(self._current.waiting)
         if self.attempt > 0 and self._contract.wait and (in_store or waiting):
             recovery.restore_order(self, [key])
@@ -122,7 +123,7 @@ class FlinkHost:
             }
             self._state.update(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
         events, self._events = self._events, []
-        return [t.event_to_json(e) for e in events]
+        return events
 
     # -- the host of the contract's rules (replay_contract.model.keyed.Host) -------------
 
@@ -146,7 +147,7 @@ class FlinkHost:
         return self._view
 
     def report(self, event: t.Event) -> None:
-        self._events.append(event)
+        self._events.append(t.event_to_json(event))
 
     def write(self, entry: Entry) -> int:
         (index,) = self._store.append([entry])
@@ -163,10 +164,13 @@ class FlinkHost:
     ) -> Any:
         path, reads = tuple(path), tuple(reads)
         result = call_tool(tool, record, path, reads)
-        self._events.append(
+        event = t.event_to_json(
             t.Tool(key, position, record.identity, record.digest, path, tool, result)
         )
+        # what the driver needs to make the same call through the suite's environment
+        event["call"] = {"record": record_json(record), "reads": list(reads)}
+        self._events.append(event)
         return result
 
     def output(self, key: Key, identity: str, path: Path, value: Any) -> None:
-        self._events.append(t.Output(key, identity, tuple(path), value))
+        self._events.append(t.event_to_json(t.Output(key, identity, tuple(path), value)))

@@ -30,12 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyflink.common.typeinfo import Types
 from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
 from pyflink.datastream.state import ValueStateDescriptor
-from pyflink.common.typeinfo import Types
-
-#: Seconds a gate waits for its turn before it fails the job (a stuck run).
-TURN_TIMEOUT = 120.0
 
 
 def turn_file(run: Path, attempt: int) -> Path:
@@ -50,10 +47,7 @@ def read_turn(run: Path, attempt: int) -> int:
 
 
 def write_turn(run: Path, attempt: int, value: int) -> None:
-    path = turn_file(run, attempt)
-    partial = path.with_suffix(".partial")
-    partial.write_text(str(value))
-    os.replace(partial, path)
+    write_json(turn_file(run, attempt), value)
 
 
 def append_lines(path: Path, lines: list[dict[str, Any]]) -> None:
@@ -72,8 +66,40 @@ class InjectedFailure(RuntimeError):
     """The failure the schedule's ``crash`` injects."""
 
 
+def release_file(run: Path, attempt: int) -> Path:
+    return run / f"release-{attempt}"
+
+
+def read_release(run: Path, attempt: int) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(release_file(run, attempt).read_text()))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def write_json(path: Path, value: Any) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(value))
+    os.replace(partial, path)
+
+
+def crash_file(run: Path, attempt: int) -> Path:
+    return run / f"crash-{attempt}"
+
+
+def mark_open(run: Path, what: str, attempt: int, subtask: int) -> None:
+    (run / f"open-{attempt}-{what}-{subtask}").touch()
+
+
 class Gate(FlatMapFunction):  # type: ignore[misc]
-    """Forces the attempt's interleaving (see the module docstring)."""
+    """Forces the interleaving the driver asks for (see the module docstring).
+
+    The driver names the next delivery in the attempt's release file (its turn, and the
+    record as the channel delivers it, or the end of input of a key). A record waits
+    until it is named; a record of the same channel behind the named one is lost (its
+    channel skips it), and so is every record still waiting at the end of input. A
+    failure marker of the running attempt, or its crash file, fails the task.
+    """
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
@@ -81,31 +107,42 @@ class Gate(FlatMapFunction):  # type: ignore[misc]
     def open(self, runtime_context: RuntimeContext) -> None:
         self.run = Path(self.config["run"])
         self.attempt = runtime_context.get_attempt_number()
-        attempts = self.config["plan"]["attempts"]
-        deliveries = attempts[self.attempt] if self.attempt < len(attempts) else []
-        self.turns = {d["id"]: (turn, d) for turn, d in enumerate(deliveries)}
+        mark_open(self.run, "gate", self.attempt, runtime_context.get_index_of_this_subtask())
+
+    def _fail(self) -> None:
+        raise InjectedFailure(f"replay-contract live: injected failure {self.attempt + 1}")
 
     def flat_map(self, value: str) -> Any:
         message = json.loads(value)
         kind = message["kind"]
         if kind == "crash":
             if message["attempt"] == self.attempt:
-                raise InjectedFailure(f"replay-contract live: injected failure {self.attempt + 1}")
+                self._fail()
             return
-        if kind == "end":
-            if message["attempt"] == self.attempt:
-                yield value
+        if kind == "end" and message["attempt"] != self.attempt:
             return
-        entry = self.turns.get(message["id"])
-        if entry is None:
-            return  # this attempt does not deliver it (an input that never returns)
-        turn, record = entry
-        deadline = time.monotonic() + TURN_TIMEOUT
-        while read_turn(self.run, self.attempt) < turn:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"replay-contract live: {record['id']} waited for turn {turn}")
+        while True:
+            if crash_file(self.run, self.attempt).exists():
+                self._fail()
+            release = read_release(self.run, self.attempt)
+            if release is not None and release["turn"] == read_turn(self.run, self.attempt):
+                if kind == "end":
+                    if release.get("end") == message["key"]:
+                        yield value
+                        return
+                elif "end" in release:
+                    return  # still waiting at the end of input: lost
+                else:
+                    record = release["record"]
+                    if record["channel"] == message["channel"]:
+                        if record["id"] == message["id"]:
+                            yield json.dumps(
+                                {"kind": "record", "k": message["k"], "record": record}
+                            )
+                            return
+                        if record["offset"] > message["offset"]:
+                            return  # its channel skips it: lost
             time.sleep(0.002)
-        yield json.dumps({"kind": "record", "k": message["k"], "record": record})
 
 
 def key_of(value: str) -> str:
@@ -123,6 +160,7 @@ class AgentOperator(KeyedProcessFunction):  # type: ignore[misc]
 
         self.run = Path(self.config["run"])
         self.attempt = runtime_context.get_attempt_number()
+        mark_open(self.run, "agent", self.attempt, runtime_context.get_index_of_this_subtask())
         state = runtime_context.get_state(ValueStateDescriptor("agent-key-state", Types.STRING()))
         self.host = FlinkHost(self.config, state, self.attempt)
 

@@ -57,15 +57,18 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """What the gate in the job needs: per attempt, each delivery's turn and form."""
         return {
-            "attempts": [
-                [record_json(r) for r in attempt.deliveries] for attempt in self.attempts
-            ]
+            "attempts": [[record_json(r) for r in attempt.deliveries] for attempt in self.attempts]
         }
 
 
 def record_json(r: Record) -> dict[str, Any]:
-    return {"id": r.identity, "key": r.key, "payload": r.payload, "channel": r.channel,
-            "offset": r.offset}
+    return {
+        "id": r.identity,
+        "key": r.key,
+        "payload": r.payload,
+        "channel": r.channel,
+        "offset": r.offset,
+    }
 
 
 def record_of(d: dict[str, Any]) -> Record:

@@ -1,21 +1,27 @@
-"""What a live run shows: ``simulate``'s fields, and the checker's verdict on its trace.
+"""A live run judged as a conformance target, with ``simulate``'s fields.
 
-The figures are computed from the run's events exactly as ``simulate`` computes them
-from the model's (:mod:`replay_contract.spec.summary`); the trace is judged by
-:func:`replay_contract.conformance.check.check`, event for event against the reference
-model replaying the same schedule, and by the six properties.
+:func:`run` plays a scenario against the ``flink:<store>`` target through the suite's
+own :func:`~replay_contract.conformance.judge.judge` (event for event against the
+reference model, and the six properties), writes the run down as a trace file, and
+computes ``simulate``'s figures from that trace exactly as ``simulate`` computes them
+from the model's (:mod:`replay_contract.spec.summary`).
 """
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 from replay_contract.conformance import tracefile
-from replay_contract.conformance.check import Judgement, check
+from replay_contract.conformance.judge import SKIPPED, judge
+from replay_contract.errors import CommandError
 from replay_contract.model import trace as t
+from replay_contract.model.contracts import Contract
+from replay_contract.model.scenario import Scenario
 from replay_contract.spec.properties import check_all, repeated_tool_calls
 
-from .driver import LiveRun
+from .driver import LiveFlink
 
 
 def committed(events: tuple[t.Event, ...]) -> list[t.Output]:
@@ -33,22 +39,13 @@ def committed(events: tuple[t.Event, ...]) -> list[t.Output]:
     return done
 
 
-def judge(run: LiveRun) -> Judgement:
-    path = run.folder / "trace.jsonl"
-    with path.open("w", encoding="utf-8") as out:
-        tracefile.write_lines(out, tracefile.header(run.scenario, run.contract), run.events)
-    return check(tracefile.read(path), run.folder)
-
-
-def summary(run: LiveRun) -> dict[str, Any]:
-    events = run.events
-    trace = t.Trace(run.scenario.agent, run.contract.basis, events)
-    end = next(e for e in reversed(events) if isinstance(e, t.End))
-    judgement = judge(run)
+def figures(scenario: Scenario, contract: Contract, events: tuple[t.Event, ...]) -> dict[str, Any]:
+    """``simulate --json``'s fields for a run's events."""
+    trace = t.Trace(scenario.agent, contract.basis, events)
+    end = next((e for e in reversed(events) if isinstance(e, t.End)), t.End(()))
     return {
-        "scenario": run.scenario.name,
-        "contract": run.contract.name,
-        "store": run.store,
+        "scenario": scenario.name,
+        "contract": contract.name,
         "tool_calls": sum(isinstance(e, t.Tool) for e in events),
         "repeated_tool_calls": len(repeated_tool_calls(trace)),
         "reused": sum(isinstance(e, t.Reuse) for e in events),
@@ -56,10 +53,34 @@ def summary(run: LiveRun) -> dict[str, Any]:
         "invalidated": sum(isinstance(e, t.Invalidate) for e in events),
         "violations": [v.property for v in check_all(trace) if not v.holds],
         "final_memory": [{"key": k, "memory": dict(fields)} for k, fields in end.memory],
-        "outputs": [{"key": o.key, "input": o.identity, "value": o.value} for o in committed(events)],
-        "verdict": judgement.verdict,
-        "difference": judgement.difference,
-        "attempts": run.attempts,
-        "seconds": round(run.seconds, 1),
-        "trace": str(run.folder / "trace.jsonl"),
+        "outputs": [
+            {"key": o.key, "input": o.identity, "value": o.value} for o in committed(events)
+        ],
+    }
+
+
+def run(
+    scenario: Scenario,
+    contract: Contract,
+    store: str = "kafka",
+    *,
+    parallelism: int = 2,
+    folder: Path | None = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` live and judge it (see the module docstring); a scenario a live
+    job cannot express is refused with the reason (:class:`CommandError`)."""
+    target = LiveFlink(store, parallelism=parallelism, folder=folder)
+    started = time.monotonic()
+    record = target.base / f"{scenario.name}-{contract.name}-{store}.trace.jsonl"
+    result = judge(target, scenario, contract, record=record)
+    if result.verdict == SKIPPED:
+        raise CommandError(f"{scenario.name} under {contract.name}: {result.reason}")
+    events = tracefile.read(record).events
+    return {
+        **figures(scenario, contract, events),
+        "store": store,
+        "verdict": result.verdict,
+        "reason": result.reason,
+        "seconds": round(time.monotonic() - started, 1),
+        "trace": str(record),
     }
