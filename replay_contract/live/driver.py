@@ -133,6 +133,20 @@ class _Job:
         with contextlib.suppress(Exception):  # already gone: nothing left to stop
             self.client.cancel().result()
 
+    def root_cause(self) -> str:
+        """The last line naming an error in the job's latest exception."""
+        try:
+            history = _rest(self.port, f"/jobs/{self.id}/exceptions")
+        except OSError:
+            return "unknown"
+        text = str(history.get("root-exception") or "")
+        for entries in (history.get("exceptionHistory") or {}).get("entries", [])[:1]:
+            text = str(entries.get("stacktrace") or text)
+        named = [
+            line.strip() for line in text.splitlines() if "Error" in line or "Exception:" in line
+        ]
+        return named[-1] if named else (text.splitlines() or ["unknown"])[0]
+
     def restarts(self) -> int:
         try:
             metrics = _rest(self.port, f"/jobs/{self.id}/metrics?get=numRestarts")
@@ -388,6 +402,15 @@ class LiveFlink:
         assert self.folder is not None, "the target is not open"
         return self.folder
 
+    def _failed(self) -> str | None:
+        """Why the job cannot go on: it stopped, or it failed on its own (a restart the
+        driver did not inject), with the error."""
+        job = self._running_job()
+        reason = job.failed()
+        if reason is None and job.restarts() > self._attempt:
+            reason = f"the job failed on its own ({job.root_cause()})"
+        return reason
+
     def _running_job(self) -> _Job:
         if self._job is None:
             raise LiveError("live: the job is not running")
@@ -409,7 +432,7 @@ class LiveFlink:
     def _release(self, what: dict[str, Any], label: str) -> None:
         run_dir, attempt, turn = self._dir(), self._attempt, self._turn
         write_json(release_file(run_dir, attempt), {"turn": turn, **what})
-        _wait(label, lambda: read_turn(run_dir, attempt) > turn, self._running_job().failed)
+        _wait(label, lambda: read_turn(run_dir, attempt) > turn, self._failed)
         self._turn += 1
         self._replay()
 

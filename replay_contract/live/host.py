@@ -12,7 +12,8 @@ keyed state in place of the runtime's snapshots:
   :class:`~replay_contract.runtime.view.LiveView`; a key's recorded order is restored
   (:func:`~replay_contract.model.recovery.restore_order`) when the key is first seen in
   the attempt, since Flink gives a function a key's state only while it handles that key;
-- durable writes go to the real store before they are reported.
+- durable writes go to the real store before they are reported; the agent operator's
+  subtasks share one store log (as the runtime's single operator does) and take turns.
 
 Every event is collected for the step and handed back to the caller, which appends them
 to the events file outside the job (a tool call with its input and the values it read,
@@ -69,15 +70,30 @@ class FlinkHost:
         self._contract = contract_of(config["contract"])
         self._state = state
         self.attempt = attempt
-        self._store = connect(config)
-        self._view = LiveView.build(self._store.read(0), [])
+        self._config = config
+        reader = connect(config)
+        try:
+            self._view = LiveView.build(reader.read(0), [])
+        finally:
+            reader.close()
+        self._store: ActionStateStore | None = None
         self._touched: set[KeyName] = set()
         self._current: KeyState | None = None
         self._volatile: list[tuple[int, Invalidation]] = []
         self._events: list[dict[str, Any]] = []
 
     def close(self) -> None:
-        self._store.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def _client(self) -> ActionStateStore:
+        """A store client for this step. The subtasks of the agent operator share the
+        store's log and take turns (the gates serialise the steps); a client learns where
+        the log ends when it is made, so each step that writes makes its own."""
+        if self._store is None:
+            self._store = connect(self._config)
+        return self._store
 
     # -- steps --------------------------------------------------------------------------
 
@@ -97,6 +113,7 @@ class FlinkHost:
         return self._finish(), memory
 
     def _begin(self, key: Key) -> None:
+        self.close()
         raw = self._state.value()
         self._events = []
         self._current, self._volatile = None, []
@@ -150,12 +167,12 @@ class FlinkHost:
         self._events.append(t.event_to_json(event))
 
     def write(self, entry: Entry) -> int:
-        (index,) = self._store.append([entry])
+        (index,) = self._client().append([entry])
         self._view.add(index, entry)
         return index
 
     def invalidate_in_memory(self, inv: Invalidation) -> None:
-        index = self._store.end()
+        index = self._client().end()
         self._volatile.append((index, inv))
         self._view.add_volatile(index, inv)
 

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from replay_contract.conformance import tracefile
-from replay_contract.conformance.judge import SKIPPED, judge
+from replay_contract.conformance.judge import ERROR, SKIPPED, judge
 from replay_contract.errors import CommandError
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Scenario
 from replay_contract.spec.properties import check_all, repeated_tool_calls
 
-from .driver import LiveFlink
+from .driver import LiveError, LiveFlink
 
 
 def committed(events: tuple[t.Event, ...]) -> list[t.Output]:
@@ -75,6 +75,8 @@ def run(
     result = judge(target, scenario, contract, record=record)
     if result.verdict == SKIPPED:
         raise CommandError(f"{scenario.name} under {contract.name}: {result.reason}")
+    if result.verdict == ERROR:
+        raise LiveError(result.reason)
     events = tracefile.read(record).events
     return {
         **figures(scenario, contract, events),
