@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import replay_contract.model.catalogue as catalogue
-from replay_contract.cli import CommandError
+from replay_contract.cli import CommandError, positive_int
 from replay_contract.exits import BROKEN, HOLDS
 from replay_contract.model.contracts import contracts
 
@@ -25,11 +25,18 @@ def register(sub: Any) -> None:
         "scenario cannot be expressed live (the reason is printed), 3 when the job or a "
         "server did not come up.",
     )
-    p.add_argument("scenario", help="a scenario file, or a built-in scenario name")
+    p.add_argument("scenario", nargs="?", help="a scenario file, or a built-in scenario name")
     p.add_argument("--contract", default="ordered", help="a contract name or a comma list")
     p.add_argument("--store", choices=("kafka", "fluss"), default="kafka")
     p.add_argument(
         "--parallelism", type=int, default=2, help="the agent operator's parallelism (2)"
+    )
+    p.add_argument(
+        "--bench",
+        type=positive_int,
+        metavar="N",
+        help="instead of a scenario: the benchmark, a recovery of N inputs under seqnum "
+        "and ordered (throughput ratio, recovery time against replayed inputs)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -39,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     from replay_contract.live.driver import expresses
     from replay_contract.live.report import run as run_live
 
+    if args.bench is not None:
+        return run_bench(args)
+    if args.scenario is None:
+        raise CommandError("give a SCENARIO (or --bench N)")
     scenario = catalogue.resolve(args.scenario)
     chosen = contracts(args.contract)
     if args.parallelism < 1:
@@ -62,3 +73,24 @@ def run(args: argparse.Namespace) -> int:
             )
     bad = any(r["violations"] or r["verdict"] != "pass" for r in results)
     return BROKEN if bad else HOLDS
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from replay_contract.live.bench import bench
+
+    if args.scenario is not None:
+        raise CommandError("give a SCENARIO or --bench N, not both")
+    result = bench(args.bench, args.store)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return HOLDS
+    for r in result["rows"]:
+        print(
+            f"{r['contract']:8} {r['inputs']} inputs: {r['inputs_per_s']} inputs/s "
+            f"(first attempt {r['first_attempt_s']} s); recovery {r['recovery_s']} s for "
+            f"{r['replayed_inputs']} replayed inputs "
+            f"({r['recovery_ms_per_replayed_input']} ms each); "
+            f"{r['tool_calls']} tool calls, {r['repeated_tool_calls']} repeated"
+        )
+    print(f"throughput ordered/seqnum: {result['throughput_ratio_ordered_to_seqnum']}")
+    return HOLDS

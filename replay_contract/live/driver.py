@@ -300,6 +300,8 @@ class LiveFlink:
             expresses=expresses,
         )
         self.folder: Path | None = None
+        #: Each step's kind, attempt and seconds (for the benchmark).
+        self.timings: list[tuple[str, int, float]] = []
         self._job: _Job | None = None
         self._cleanups: list[Callable[[], None]] = []
 
@@ -346,6 +348,7 @@ class LiveFlink:
         )
 
     def deliver(self, record: Record) -> None:
+        started = time.monotonic()
         if record.offset >= self._written[record.channel]:
             self._send(
                 self._partition[record.channel],
@@ -359,6 +362,7 @@ class LiveFlink:
             )
             self._written[record.channel] = record.offset + 1
         self._release({"record": record_json(record)}, f"the delivery of {record.identity}")
+        self.timings.append(("deliver", self._attempt, time.monotonic() - started))
 
     def checkpoint(self) -> int:
         self._running_job().checkpoint()
@@ -373,12 +377,14 @@ class LiveFlink:
         self._turn = 0
 
     def restore(self) -> None:
+        started = time.monotonic()
         attempt, job = self._attempt, self._running_job()
         _wait(
             f"Flink's restart {attempt}",
             lambda: job.restarts() >= attempt and job.running(),
             job.failed,
         )
+        self.timings.append(("restore", attempt, time.monotonic() - started))
 
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         for key in self._topology.keys:
