@@ -155,7 +155,7 @@ class _Job:
         return int(metrics[0]["value"]) if metrics else 0
 
 
-def _environment(folder: Path, port: int, jar: Path) -> Any:
+def _environment(folder: Path, port: int, jar: Path, checkpoint: str | None = None) -> Any:
     os.environ.setdefault("FLINK_LOG_DIR", str(folder / "log"))
     # The Python functions run in worker processes of their own (``python.executable``),
     # as on a cluster, not in threads of this process.
@@ -181,10 +181,15 @@ def _environment(folder: Path, port: int, jar: Path) -> Any:
         "restart-strategy.fixed-delay.delay": "200 ms",
         "jobmanager.execution.failover-strategy": "full",
         "state.checkpoints.dir": (folder / "checkpoints").as_uri(),
+        # kept when the job is cancelled, for a restore with another parallelism
+        "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
         "pipeline.jars": jar.as_uri(),
         # the Kafka client's threads outlive a cancelled job's class loader for a moment
         "classloader.check-leaked-classloader": "false",
     }
+    if checkpoint is not None:
+        settings["execution.state-recovery.path"] = checkpoint
+        settings["execution.state-recovery.ignore-unclaimed-state"] = "true"
     for name, value in settings.items():
         conf.set_string(name, value)
     try:
@@ -256,13 +261,13 @@ def _submit(
         .build()
     )
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "channels")
-    stream = stream.set_parallelism(n)
-    gated = stream.flat_map(Gate(config), output_type=Types.STRING()).name("gate")
+    stream = stream.uid("channels").set_parallelism(n)
+    gated = stream.flat_map(Gate(config), output_type=Types.STRING()).name("gate").uid("gate")
     gated = gated.set_parallelism(n)
     agent = gated.key_by(key_of, key_type=Types.STRING()).process(
         AgentOperator(config), output_type=Types.STRING()
     )
-    agent.name("agent").set_parallelism(parallelism).print()
+    agent.name("agent").uid("agent").set_parallelism(parallelism).print()
     try:
         client = env.execute_async("replay-contract live")
     except Exception as exc:
@@ -286,11 +291,19 @@ class LiveFlink:
     """The live Flink job as an implementation of the suite (see the module docstring)."""
 
     def __init__(
-        self, store: str = "kafka", *, parallelism: int = 2, folder: Path | None = None
+        self,
+        store: str = "kafka",
+        *,
+        parallelism: int = 2,
+        folder: Path | None = None,
+        rescale: tuple[int, ...] = (),
     ) -> None:
         if store not in ("kafka", "fluss"):
             raise LiveError(f"live: unknown store {store!r} (known: kafka, fluss)")
         self.store, self.parallelism = store, parallelism
+        #: The agent operator's parallelism after each restore (in order): such a restore
+        #: is a new job from the latest retained checkpoint, not a restart in place.
+        self.rescale = rescale
         self.base = Path(folder or Path.cwd() / ".replay-contract" / "live").absolute()
         self.capabilities = Capabilities(
             contracts=tuple(CONTRACTS),
@@ -315,6 +328,8 @@ class LiveFlink:
 
         self._env, self._topology = env, topology
         self._attempt = self._turn = self._checkpoints = self._position = 0
+        self._restores = self._base = 0
+        self._latest: str | None = None
         self._written = {c.name: 0 for c in topology.channels}
         self._partition = {c.name: i for i, c in enumerate(topology.channels)}
         self.base.mkdir(parents=True, exist_ok=True)
@@ -330,7 +345,8 @@ class LiveFlink:
         store_bootstrap, namespace, drop = _store_namespace(self.store)
         self._cleanups.append(drop)
         scenario = Scenario("live", agent, topology, ())
-        config = {
+        self._config = {
+            "attempt_base": 0,
             "run": str(run_dir),
             "scenario": scenario.to_json(),
             "contract": contract.name
@@ -340,11 +356,16 @@ class LiveFlink:
             "bootstrap": store_bootstrap,
             "namespace": namespace,
         }
-        (port,) = free_ports(1)
-        flink = _environment(run_dir, port, jar)
+        self._jar, self._bootstrap = jar, bootstrap
         self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        self._start(self.parallelism, None)
+
+    def _start(self, parallelism: int, checkpoint: str | None) -> None:
+        (port,) = free_ports(1)
+        flink = _environment(self._dir(), port, self._jar, checkpoint)
+        channels = len(self._topology.channels)
         self._job = _submit(
-            flink, config, bootstrap, topic, len(topology.channels), self.parallelism, port
+            flink, self._config, self._bootstrap, self._topic, channels, parallelism, port
         )
 
     def deliver(self, record: Record) -> None:
@@ -365,11 +386,20 @@ class LiveFlink:
         self.timings.append(("deliver", self._attempt, time.monotonic() - started))
 
     def checkpoint(self) -> int:
-        self._running_job().checkpoint()
+        job = self._running_job()
+        number = job.checkpoint()
+        self._latest = (self._dir() / "checkpoints" / job.id / f"chk-{number}").as_uri()
         self._checkpoints += 1
         return self._checkpoints
 
     def crash(self) -> None:
+        if self._restores < len(self.rescale):
+            # the whole job goes (its checkpoints stay); the restore starts a new one
+            job, self._job = self._running_job(), None
+            job.cancel()
+            self._attempt += 1
+            self._turn = 0
+            return
         crash_file(self._dir(), self._attempt).touch()
         for part in self._partition.values():
             self._send(part, {"kind": "crash", "attempt": self._attempt})
@@ -378,10 +408,19 @@ class LiveFlink:
 
     def restore(self) -> None:
         started = time.monotonic()
-        attempt, job = self._attempt, self._running_job()
+        attempt = self._attempt
+        if self._restores < len(self.rescale):
+            parallelism = self.rescale[self._restores]
+            self._restores += 1
+            self._base = self._config["attempt_base"] = attempt
+            self._start(parallelism, self._latest)
+            self.timings.append(("restore", attempt, time.monotonic() - started))
+            return
+        self._restores += 1
+        job, base = self._running_job(), self._base
         _wait(
             f"Flink's restart {attempt}",
-            lambda: job.restarts() >= attempt and job.running(),
+            lambda: job.restarts() + base >= attempt and job.running(),
             job.failed,
         )
         self.timings.append(("restore", attempt, time.monotonic() - started))
@@ -413,7 +452,7 @@ class LiveFlink:
         driver did not inject), with the error."""
         job = self._running_job()
         reason = job.failed()
-        if reason is None and job.restarts() > self._attempt:
+        if reason is None and job.restarts() + self._base > self._attempt:
             reason = f"the job failed on its own ({job.root_cause()})"
         return reason
 

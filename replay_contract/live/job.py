@@ -106,7 +106,7 @@ class Gate(FlatMapFunction):  # type: ignore[misc]
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self.run = Path(self.config["run"])
-        self.attempt = runtime_context.get_attempt_number()
+        self.attempt = runtime_context.get_attempt_number() + self.config.get("attempt_base", 0)
         mark_open(self.run, "gate", self.attempt, runtime_context.get_index_of_this_subtask())
 
     def _fail(self) -> None:
@@ -159,7 +159,7 @@ class AgentOperator(KeyedProcessFunction):  # type: ignore[misc]
         from replay_contract.live.host import FlinkHost
 
         self.run = Path(self.config["run"])
-        self.attempt = runtime_context.get_attempt_number()
+        self.attempt = runtime_context.get_attempt_number() + self.config.get("attempt_base", 0)
         mark_open(self.run, "agent", self.attempt, runtime_context.get_index_of_this_subtask())
         state = runtime_context.get_state(ValueStateDescriptor("agent-key-state", Types.STRING()))
         self.host = FlinkHost(self.config, state, self.attempt)

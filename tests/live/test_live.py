@@ -151,3 +151,28 @@ def test_a_jvm_that_does_not_come_up_is_one_line_and_nothing_is_left(
     assert len(lines) == 1 and "JVM did not come up" in lines[0], result.stderr
     left = set(admin.list_topics(timeout=10).topics) - before
     assert not left, f"the failed run left topics behind: {sorted(left)}"
+
+
+# -- rescale on restore ------------------------------------------------------------------
+
+
+@pytest.mark.flink
+@pytest.mark.kafka
+@pytest.mark.parametrize("before, after", [(2, 3), (3, 2)])
+def test_rescale_on_restore_keeps_the_contract(
+    before: int, after: int, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The restore is a new job from the latest retained checkpoint with the agent
+    operator's parallelism changed; its run equals the model's restore, reuse and all."""
+    from replay_contract.conformance.judge import judge
+    from replay_contract.live.driver import LiveFlink
+    from replay_contract.model.scenario import load
+
+    scenario = load(Path(__file__).with_name("scenarios") / "rescale-two-keys.json")
+    target = LiveFlink("kafka", parallelism=before, folder=tmp_path, rescale=(after,))
+    result = judge(target, scenario, CONTRACTS["ordered"])
+    assert result.verdict == "passed", result.reason
+    assert (result.tool_calls, result.repeated) == (8, 0)
+    assert target.folder is not None
+    opened = {p.name for p in target.folder.glob("open-1-agent-*")}
+    assert opened <= {f"open-1-agent-{i}" for i in range(after)}
