@@ -87,9 +87,9 @@ def run_bench(args: argparse.Namespace) -> int:
     for r in result["rows"]:
         print(
             f"{r['contract']:8} {r['inputs']} inputs: {r['inputs_per_s']} inputs/s "
-            f"(first attempt {r['first_attempt_s']} s); recovery {r['recovery_s']} s for "
-            f"{r['replayed_inputs']} replayed inputs "
-            f"({r['recovery_ms_per_replayed_input']} ms each); "
+            f"(first attempt {r['first_attempt_s']} s); recovery {r['recovery_s']} s: "
+            f"Flink's restart {r['restart_s']} s, then {r['replayed_inputs']} replayed inputs "
+            f"at {r['replay_ms_per_input']} ms each; "
             f"{r['tool_calls']} tool calls, {r['repeated_tool_calls']} repeated"
         )
     print(f"throughput ordered/seqnum: {result['throughput_ratio_ordered_to_seqnum']}")
