@@ -46,9 +46,7 @@ class Capabilities:
     #: reason), or ``None`` when it can: for what the flags above do not cover (the
     #: live Flink target cannot place a checkpoint between records its restarted source
     #: has already emitted, say). The suite skips such a scenario with the reason.
-    expresses: Callable[[Scenario, Contract], str | None] | None = field(
-        default=None, eq=False
-    )
+    expresses: Callable[[Scenario, Contract], str | None] | None = field(default=None, eq=False)
 
 
 class Crashed(Exception):

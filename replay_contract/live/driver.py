@@ -228,7 +228,7 @@ def _store_namespace(store: str) -> tuple[str, str, Callable[[], None]]:
 def _create_channels(channels: Any, topic: str, partitions: int) -> None:
     """The channels topic: one partition per channel, records kept in order (no keys)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.cimpl import NewTopic
 
     new = NewTopic(topic, num_partitions=partitions, replication_factor=1)
     try:
