@@ -165,7 +165,10 @@ def _environment(folder: Path, port: int, jar: Path, checkpoint: str | None = No
         from pyflink.datastream import StreamExecutionEnvironment
     except ImportError:
         raise LiveError("live: PyFlink is not installed (pip install -e '.[live]')") from None
-    conf = Configuration()
+    try:
+        conf = Configuration()  # the first use of the JVM starts it
+    except Exception as exc:
+        raise LiveError(_did_not_start("the Flink JVM", exc)) from None
     settings = {
         "rest.port": str(port),
         "rest.address": "127.0.0.1",
@@ -195,9 +198,12 @@ def _environment(folder: Path, port: int, jar: Path, checkpoint: str | None = No
     try:
         return StreamExecutionEnvironment.get_execution_environment(conf)
     except Exception as exc:
-        raise LiveError(
-            f"live: the Flink JVM did not come up ({str(exc).splitlines()[0]})"
-        ) from None
+        raise LiveError(_did_not_start("the Flink JVM", exc)) from None
+
+
+def _did_not_start(what: str, exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"live: {what} did not come up ({type(exc).__name__}: {lines[0] if lines else ''})"
 
 
 def connector_jar() -> Path:
@@ -271,7 +277,7 @@ def _submit(
     try:
         client = env.execute_async("replay-contract live")
     except Exception as exc:
-        raise LiveError(f"live: the job did not start ({str(exc).splitlines()[0]})") from None
+        raise LiveError(_did_not_start("the job", exc)) from None
     job = _Job(port, str(client.get_job_id()), client)
     Path(config["run"], "job.json").write_text(json.dumps({"rest": port, "job": job.id}))
     _wait("the job to run", job.running, job.failed)

@@ -133,7 +133,7 @@ def test_a_jvm_that_does_not_come_up_is_one_line_and_nothing_is_left(
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     before = set(admin.list_topics(timeout=10).topics)
     env = {
-        "PATH": "/usr/bin:/bin",
+        "PATH": str(tmp_path / "no-bin"),
         "JAVA_HOME": str(tmp_path / "no-java"),
         "HOME": str(Path.home()),
     }
