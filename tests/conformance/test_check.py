@@ -52,25 +52,9 @@ def index_of(lines: list[dict[str, Any]], event: str, identity: str, after: str 
     )
 
 
-#: Built-ins whose end of input makes decisions (a give-up, a re-run of what waited):
-#: a trace file has them before its ``end`` line, where ``check`` reads them as the last
-#: delivery's (a known limit of the trace format, not of the model).
-END_DECIDES = {("ordered", "lost-input-at-end")}
-
-
-def _case(name: str, contract: Contract) -> Any:
-    if (contract.name, name) in END_DECIDES:
-        return pytest.param(
-            name,
-            contract,
-            marks=pytest.mark.xfail(reason="decisions at end of input", strict=True),
-        )
-    return pytest.param(name, contract)
-
-
 @pytest.mark.parametrize(
     ("name", "contract"),
-    [_case(n, c) for c in (SEQNUM, ORDERED) for n in catalogue.names()],
+    [(n, c) for c in (SEQNUM, ORDERED) for n in catalogue.names()],
     ids=lambda v: v.name if isinstance(v, Contract) else v,
 )
 def test_the_models_runs_are_judged_as_conformance_judges_them(
