@@ -270,3 +270,15 @@ def test_a_contract_given_as_json_is_read() -> None:
     lines = recorded(catalogue.builtin("reversed-interleaving"), ORDERED)
     lines[0]["contract"] = CONTRACTS["ordered"].to_json()
     assert judged(lines).verdict == PASS
+
+
+def test_the_end_of_inputs_decisions_are_judged_as_the_ends() -> None:
+    # the give-up at the end comes before the ``end`` line; dropping it is a difference
+    # in the end step, not in the last delivery
+    lines = recorded(catalogue.builtin("lost-input-at-end"), ORDERED)
+    assert judged(lines).verdict == PASS
+    cut = [line for line in lines if line.get("event") != "give-up"]
+    verdict = judged(cut)
+    assert verdict.verdict == FAIL
+    assert verdict.difference is not None and "(end)" in verdict.difference
+    assert "give up A" in verdict.difference
