@@ -126,7 +126,7 @@ def steps_of(
         if isinstance(e, t.Deliver):
             steps.append((Step("deliver", e.identity), [i]))
             crashed = False
-        elif isinstance(e, (t.Checkpoint, t.Restore, t.End)):
+        elif isinstance(e, (t.Checkpoint, t.Restore, t.Timeout, t.End)):
             steps.append((Step(e.kind), [i]))
             crashed = False
         elif isinstance(e, t.Crash):
@@ -142,12 +142,31 @@ def steps_of(
                 step, members = steps[-1]
                 steps[-1] = (Step(step.kind, step.record, inside), [*members, i])
                 crashed = True
-        elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "end"):
+        elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "timeout", "end"):
             what = "before any delivery" if not steps else f"after a {steps[-1][0].kind} step"
             raise TraceError(f"{run.name}: line {lines[i]}: {e.kind} {what}")
         else:
             steps[-1][1].append(i)
     return steps
+
+
+def closing_steps(steps: Steps, expected: Sequence[tuple[Step, Sequence[t.Event]]]) -> Steps:
+    """``timeout`` and ``end`` report their event last, after what they decided, so a
+    trace file shows their decisions among the step before. Where the counts agree with
+    the model's run of the same schedule (the step before has exactly the model's events
+    of both steps), the closing step gets its decisions back; elsewhere the steps stay as
+    read, and the comparison shows the difference."""
+    out = [(step, list(members)) for step, members in steps]
+    for i in range(1, min(len(out), len(expected))):
+        step, members = out[i]
+        if step.kind not in ("timeout", "end") or len(members) != 1:
+            continue
+        before, own = len(expected[i - 1][1]), len(expected[i][1]) - 1
+        previous = out[i - 1][1]
+        if own > 0 and len(previous) == before + own:
+            out[i - 1] = (out[i - 1][0], previous[:before])
+            out[i] = (step, [*previous[before:], *members])
+    return out
 
 
 def _crash_inside(steps: Steps, events: Sequence[t.Event]) -> int | None:
@@ -266,6 +285,7 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     steps = steps_of(run, events, lines, keep)
     scenario = scenario_of(run, steps, lines)
     expected = model_steps(scenario, run.contract)
+    steps = closing_steps(steps, expected)
     observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
     trace = t.Trace(run.agent, run.contract.basis, events)
     model_trace = t.Trace(run.agent, run.contract.basis, [e for _, es in expected for e in es])

@@ -127,6 +127,9 @@ class _Driver:
             self.env.record(t.Restore(self.restorable))
             self.channels.restore()
             self._crashable(self.impl.restore, step.crash_after)
+        elif step.kind == "timeout":
+            self.impl.wait_bound_passed()  # type: ignore[attr-defined]  # capabilities.timeout
+            self.env.record(t.Timeout())
         else:
             memory = self.impl.end()
             self.env.record(t.End(end_memory(memory)))
