@@ -240,6 +240,8 @@ def decode(problem: Problem, model: z3.ModelRef) -> tuple[bounded.Shape, list[St
             steps.append(Step("deliver", bounded.record_name(value(info["record"])), crash_after))
         elif main == enc.RESTORE:
             steps.append(Step("restore", None, crash_after))
+        elif main == enc.TIMEOUT:
+            steps.append(Step("timeout"))
         else:
             break
     assert len(shape.channel) == n
