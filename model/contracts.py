@@ -117,12 +117,16 @@ CONTRACTS: dict[str, Contract] = {
 
 
 def contract(name: str) -> Contract:
-    """The named contract variant; an unknown name is refused with the known ones."""
-    try:
-        return CONTRACTS[name]
-    except KeyError:
+    """The named contract variant, or a deliberately broken one of :mod:`.mutants` (so
+    that its counterexamples replay by name); an unknown name is refused with the
+    published ones."""
+    from .mutants import MUTANTS
+
+    found = CONTRACTS.get(name) or MUTANTS.get(name)
+    if found is None:
         known = ", ".join(CONTRACTS)
-        raise UnknownContractError(f"unknown contract {name!r} (known: {known})") from None
+        raise UnknownContractError(f"unknown contract {name!r} (known: {known})")
+    return found
 
 
 def contracts(names: str) -> list[Contract]:

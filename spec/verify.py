@@ -47,7 +47,7 @@ from . import logic as lg
 from .agentterms import Plan
 from .bound import ENGINES, Bound
 from .induction import Check, ClassOutcome, Outcome
-from .properties import COMPLETE_REUSE, PROPERTIES, check, check_all
+from .properties import BOUNDED_WAITING, COMPLETE_REUSE, PROPERTIES, check, check_all
 from .workers import Key, Workers
 
 VERDICTS = ("proved", "counterexample", "unknown")
@@ -507,6 +507,9 @@ def verify_contract(
         if r.verdict == "proved" and reachability and missing:
             r.verdict = "unknown"
             r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
+        if r.verdict == "proved" and r.property == BOUNDED_WAITING and not bound.timeouts:
+            r.verdict = "unknown"
+            r.reason = "vacuous: the bound has no timeout step (add timeouts=1 to the bound)"
     return list(results.values())
 
 
