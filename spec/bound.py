@@ -26,8 +26,8 @@ class Bound:
     keys: int = 2
     crashes: int = 2
     changes: int = 1
-    timeouts: int = 0
     agents: tuple[str, ...] = tuple(AGENTS)
+    timeouts: int = 0
 
     def __str__(self) -> str:
         text = (

@@ -417,14 +417,16 @@ def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:
 def verify_contract(
     contract: Contract,
     bound: Bound,
-    properties: Sequence[str] = PROPERTIES,
+    properties: Sequence[str] | None = None,
     timeout: float | None = 600.0,
     reachability: bool = True,
     progress: Progress | None = None,
     workers: int | None = None,
     engine: str = "unrolling",
 ) -> list[Result]:
-    """Every property of ``properties`` for one contract at one bound.
+    """Every property of ``properties`` for one contract at one bound (default: all of
+    them, but ``bounded-waiting`` only at a bound with a ``timeout`` step; asked for at a
+    bound without one, it is ``unknown``, vacuous).
 
     Each agent of the bound is its own encoding and solver; with more than one worker
     (default: one per agent, at most one per core) they run in parallel processes.
@@ -437,6 +439,8 @@ def verify_contract(
     leave goes on as with ``induction``.
     """
     global _progress
+    if properties is None:
+        properties = [p for p in PROPERTIES if bound.timeouts or p != BOUNDED_WAITING]
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     _progress = progress  # forked workers inherit it and report as they go
