@@ -126,6 +126,18 @@ def steps_of(
         if isinstance(e, t.Deliver):
             steps.append((Step("deliver", e.identity), [i]))
             crashed = False
+        elif isinstance(e, t.Timeout) and steps and not crashed:
+            # the step's decisions came before its event, which counts them
+            step, members = steps[-1]
+            own = members[len(members) - e.step_events :] if e.step_events else []
+            if e.step_events > len(members) - 1:
+                raise TraceError(
+                    f"{run.name}: line {lines[i]}: timeout counts {e.step_events} events of "
+                    f"its step, but {len(members) - 1} follow the step before"
+                )
+            steps[-1] = (step, members[: len(members) - len(own)])
+            steps.append((Step("timeout"), [*own, i]))
+            crashed = False
         elif isinstance(e, (t.Checkpoint, t.Restore, t.Timeout, t.End)):
             steps.append((Step(e.kind), [i]))
             crashed = False
@@ -148,25 +160,6 @@ def steps_of(
         else:
             steps[-1][1].append(i)
     return steps
-
-
-def closing_steps(steps: Steps, expected: Sequence[tuple[Step, Sequence[t.Event]]]) -> Steps:
-    """``timeout`` and ``end`` report their event last, after what they decided, so a
-    trace file shows their decisions among the step before. Where the counts agree with
-    the model's run of the same schedule (the step before has exactly the model's events
-    of both steps), the closing step gets its decisions back; elsewhere the steps stay as
-    read, and the comparison shows the difference."""
-    out = [(step, list(members)) for step, members in steps]
-    for i in range(1, min(len(out), len(expected))):
-        step, members = out[i]
-        if step.kind not in ("timeout", "end") or len(members) != 1:
-            continue
-        before, own = len(expected[i - 1][1]), len(expected[i][1]) - 1
-        previous = out[i - 1][1]
-        if own > 0 and len(previous) == before + own:
-            out[i - 1] = (out[i - 1][0], previous[:before])
-            out[i] = (step, [*previous[before:], *members])
-    return out
 
 
 def _crash_inside(steps: Steps, events: Sequence[t.Event]) -> int | None:
@@ -285,7 +278,6 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     steps = steps_of(run, events, lines, keep)
     scenario = scenario_of(run, steps, lines)
     expected = model_steps(scenario, run.contract)
-    steps = closing_steps(steps, expected)
     observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
     trace = t.Trace(run.agent, run.contract.basis, events)
     model_trace = t.Trace(run.agent, run.contract.basis, [e for _, es in expected for e in es])

@@ -175,7 +175,7 @@ def timeout(world: World) -> World:
     require_up(world, "timeout")
     session = _Session(world)
     recovery.timeout(session)
-    session.report(t.Timeout())
+    session.report(t.Timeout(len(session.events)))
     return _commit(world, session, None)
 
 

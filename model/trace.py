@@ -176,9 +176,11 @@ class Restore:
 class Timeout:
     """Processing time passed the contract's wait bound, and the operator has acted on
     it: reported at the end of the ``timeout`` step, after what it released or gave up,
-    when no input may wait any more."""
+    when no input may wait any more. ``step_events`` counts the events of the step before
+    this one, so that a trace file says where the step began."""
 
     kind: ClassVar[str] = "timeout"
+    step_events: int = 0
 
 
 @frozen
