@@ -127,6 +127,10 @@ class _Driver:
             self.env.record(t.Restore(self.restorable))
             self.channels.restore()
             self._crashable(self.impl.restore, step.crash_after)
+        elif step.kind == "timeout":
+            start = len(self.env.events)
+            self.impl.wait_bound_passed()  # type: ignore[attr-defined]  # capabilities.timeout
+            self.env.record(t.Timeout(len(self.env.events) - start))
         else:
             memory = self.impl.end()
             self.env.record(t.End(end_memory(memory)))

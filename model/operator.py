@@ -1,6 +1,6 @@
 """The keyed operator, one handler per step of the schedule vocabulary.
 
-``deliver``, ``checkpoint``, ``crash``, ``restore`` and ``end`` each take a
+``deliver``, ``checkpoint``, ``crash``, ``restore``, ``timeout`` and ``end`` each take a
 :class:`World` and return the next one; a refused step raises
 :class:`~.errors.ScenarioError` and, the world being frozen, leaves it as it was.
 
@@ -167,6 +167,16 @@ def restore(world: World, crash_after: int | None = None) -> World:
         keys.update({_k(r.key): r.key for ks in saved.operator.keys.values() for r in ks.waiting})
         recovery.restore_order(session, keys.values())
     return _commit(world, session, crash_after)
+
+
+def timeout(world: World) -> World:
+    """Processing time passes the contract's wait bound: what waits is released or given
+    up now (:func:`.recovery.timeout`); the ``timeout`` event closes the step."""
+    require_up(world, "timeout")
+    session = _Session(world)
+    recovery.timeout(session)
+    session.report(t.Timeout(len(session.events)))
+    return _commit(world, session, None)
 
 
 def end(world: World) -> World:

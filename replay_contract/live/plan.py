@@ -126,5 +126,7 @@ def plan(scenario: Scenario, contract: Contract) -> Plan:
             offsets = dict(saved)
         elif step.kind == "end":
             break
+        else:
+            raise Inexpressible(f"step '{step}' has no counterpart in the live job yet")
     attempts.append(Attempt(len(attempts), tuple(actions)))
     return Plan(scenario, tuple(attempts))
