@@ -47,6 +47,7 @@ from replay_contract.services.common import free_ports, resolve_classpath
 from .job import (
     AgentOperator,
     Gate,
+    channel_of,
     crash_file,
     key_of,
     read_turn,
@@ -268,8 +269,10 @@ def _submit(
     )
     stream = env.from_source(source, WatermarkStrategy.no_watermarks(), "channels")
     stream = stream.uid("channels").set_parallelism(n)
-    gated = stream.flat_map(Gate(config), output_type=Types.STRING()).name("gate").uid("gate")
-    gated = gated.set_parallelism(n)
+    gated = stream.key_by(channel_of, key_type=Types.STRING()).process(
+        Gate(config), output_type=Types.STRING()
+    )
+    gated = gated.name("gate").uid("gate").set_parallelism(n)
     agent = gated.key_by(key_of, key_type=Types.STRING()).process(
         AgentOperator(config), output_type=Types.STRING()
     )
@@ -407,8 +410,8 @@ class LiveFlink:
             self._turn = 0
             return
         crash_file(self._dir(), self._attempt).touch()
-        for part in self._partition.values():
-            self._send(part, {"kind": "crash", "attempt": self._attempt})
+        for channel, part in self._partition.items():
+            self._send(part, {"kind": "crash", "attempt": self._attempt, "channel": channel})
         self._attempt += 1
         self._turn = 0
 
@@ -420,21 +423,21 @@ class LiveFlink:
             self._restores += 1
             self._base = self._config["attempt_base"] = attempt
             self._start(parallelism, self._latest)
-            self.timings.append(("restore", attempt, time.monotonic() - started))
-            return
-        self._restores += 1
-        job, base = self._running_job(), self._base
-        _wait(
-            f"Flink's restart {attempt}",
-            lambda: job.restarts() + base >= attempt and job.running(),
-            job.failed,
-        )
+        else:
+            self._restores += 1
+            job, base = self._running_job(), self._base
+            _wait(
+                f"Flink's restart {attempt}",
+                lambda: job.restarts() + base >= attempt and job.running(),
+                job.failed,
+            )
+        for key in self._topology.keys:
+            self._marker("touch", key)
         self.timings.append(("restore", attempt, time.monotonic() - started))
 
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         for key in self._topology.keys:
-            self._send(0, {"kind": "end", "attempt": self._attempt, "key": key, "k": key_text(key)})
-            self._release({"end": key}, f"the end of input of {key!r}")
+            self._marker("end", key)
         memory_file = self._dir() / "memory.jsonl"
         lines = memory_file.read_text().splitlines() if memory_file.exists() else []
         return {m["key"]: m["memory"] for m in map(json.loads, lines)}
@@ -479,6 +482,14 @@ class LiveFlink:
         )
         if self._producer.flush(10) or failures:
             raise LiveError(f"live: cannot write to the channels topic: {failures}")
+
+    def _marker(self, kind: str, key: Key) -> None:
+        """A key's end of input, or its look after a restore (``touch``), through the
+        first channel's partition and gate, in its turn."""
+        first = self._topology.channels[0].name
+        message = {"kind": kind, "attempt": self._attempt, "key": key, "k": key_text(key)}
+        self._send(self._partition[first], {**message, "channel": first})
+        self._release({kind: key}, f"the {kind} of key {key!r}")
 
     def _release(self, what: dict[str, Any], label: str) -> None:
         run_dir, attempt, turn = self._dir(), self._attempt, self._turn

@@ -11,7 +11,9 @@ keyed state in place of the runtime's snapshots:
 - after each (re)start the operator reads the store from its start into a
   :class:`~replay_contract.runtime.view.LiveView`; a key's recorded order is restored
   (:func:`~replay_contract.model.recovery.restore_order`) when the key is first seen in
-  the attempt, since Flink gives a function a key's state only while it handles that key;
+  the attempt (Flink gives a function a key's state only while it handles that key): the
+  driver sends every key a ``touch`` right after the restart, so that happens where the
+  model restores it;
 - durable writes go to the real store before they are reported; the agent operator's
   subtasks share one store log (as the runtime's single operator does) and take turns.
 
@@ -102,6 +104,12 @@ class FlinkHost:
         self._begin(record.key)
         self._events.append(t.event_to_json(t.Deliver.of(record)))
         recovery.arrive(self, record)
+        return self._finish()
+
+    def touch(self, key: Key) -> list[dict[str, Any]]:
+        """After a restore: the key's recorded order restored (what the model does for
+        every key at the restore itself)."""
+        self._begin(key)
         return self._finish()
 
     def end(self, key: Key) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 from pyflink.common.typeinfo import Types
-from pyflink.datastream.functions import FlatMapFunction, KeyedProcessFunction, RuntimeContext
-from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.datastream.functions import KeyedProcessFunction, RuntimeContext
+from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
 
 
 def turn_file(run: Path, attempt: int) -> Path:
@@ -91,14 +90,18 @@ def mark_open(run: Path, what: str, attempt: int, subtask: int) -> None:
     (run / f"open-{attempt}-{what}-{subtask}").touch()
 
 
-class Gate(FlatMapFunction):  # type: ignore[misc]
+class Gate(KeyedProcessFunction):  # type: ignore[misc]
     """Forces the interleaving the driver asks for (see the module docstring).
 
-    The driver names the next delivery in the attempt's release file (its turn, and the
-    record as the channel delivers it, or the end of input of a key). A record waits
-    until it is named; a record of the same channel behind the named one is lost (its
-    channel skips it), and so is every record still waiting at the end of input. A
-    failure marker of the running attempt, or its crash file, fails the task.
+    Keyed by channel, the gate keeps what arrives in Flink keyed state (a ``ListState``,
+    so a checkpoint taken while records wait holds them, and a restore brings them
+    back) and looks every few milliseconds (a processing-time timer) at the attempt's
+    release file, where the driver names the next delivery: its turn, and the record as
+    the channel delivers it, the end of input of a key, or a key to look at after a
+    restore. The named record goes through; the records of the channel before it are
+    lost (the channel skips them), and so is every record still waiting at the end of
+    input. Nothing blocks, so checkpoint barriers pass the gate at any time. A failure
+    marker of the running attempt, or its crash file, fails the task.
     """
 
     def __init__(self, config: dict[str, Any]) -> None:
@@ -108,41 +111,71 @@ class Gate(FlatMapFunction):  # type: ignore[misc]
         self.run = Path(self.config["run"])
         self.attempt = runtime_context.get_attempt_number() + self.config.get("attempt_base", 0)
         mark_open(self.run, "gate", self.attempt, runtime_context.get_index_of_this_subtask())
+        self.held = runtime_context.get_list_state(ListStateDescriptor("held", Types.STRING()))
 
     def _fail(self) -> None:
         raise InjectedFailure(f"replay-contract live: injected failure {self.attempt + 1}")
 
-    def flat_map(self, value: str) -> Any:
+    def process_element(self, value: str, ctx: KeyedProcessFunction.Context) -> Any:
         message = json.loads(value)
-        kind = message["kind"]
-        if kind == "crash":
+        if message["kind"] == "crash":
             if message["attempt"] == self.attempt:
                 self._fail()
             return
-        if kind == "end" and message["attempt"] != self.attempt:
+        self.held.add(value)
+        yield from self._release()
+        self._tick(ctx)
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Any:
+        if crash_file(self.run, self.attempt).exists():
+            self._fail()
+        yield from self._release()
+        self._tick(ctx)
+
+    def _tick(self, ctx: Any) -> None:
+        if list(self.held.get() or []):
+            timers = ctx.timer_service()
+            timers.register_processing_time_timer(timers.current_processing_time() + TICK_MS)
+
+    def _release(self) -> Any:
+        release = read_release(self.run, self.attempt)
+        if release is None or release["turn"] != read_turn(self.run, self.attempt):
             return
-        while True:
-            if crash_file(self.run, self.attempt).exists():
-                self._fail()
-            release = read_release(self.run, self.attempt)
-            if release is not None and release["turn"] == read_turn(self.run, self.attempt):
-                if kind == "end":
-                    if release.get("end") == message["key"]:
-                        yield value
-                        return
-                elif "end" in release:
-                    return  # still waiting at the end of input: lost
+        keep: list[str] = []
+        out: list[str] = []
+        named = release.get("record")
+        for value in list(self.held.get() or []):
+            message = json.loads(value)
+            kind = message["kind"]
+            if kind != "record":
+                if message["attempt"] != self.attempt:
+                    continue  # a marker of an earlier attempt (restored with the state)
+                if release.get(kind) == message["key"]:
+                    out.append(value)
                 else:
-                    record = release["record"]
-                    if record["channel"] == message["channel"]:
-                        if record["id"] == message["id"]:
-                            yield json.dumps(
-                                {"kind": "record", "k": message["k"], "record": record}
-                            )
-                            return
-                        if record["offset"] > message["offset"]:
-                            return  # its channel skips it: lost
-            time.sleep(0.002)
+                    keep.append(value)
+            elif "end" in release:
+                continue  # still waiting at the end of input: lost
+            elif named is not None and named["channel"] == message["channel"]:
+                if named["id"] == message["id"]:
+                    out.append(json.dumps({"kind": "record", "k": message["k"], "record": named}))
+                elif message["offset"] < named["offset"]:
+                    continue  # its channel skips it: lost
+                else:
+                    keep.append(value)
+            else:
+                keep.append(value)
+        if out:
+            self.held.update(keep)
+            yield from out
+
+
+#: Milliseconds between two looks of a gate at the release file while records wait.
+TICK_MS = 5
+
+
+def channel_of(value: str) -> str:
+    return str(json.loads(value)["channel"])
 
 
 def key_of(value: str) -> str:
@@ -171,7 +204,9 @@ class AgentOperator(KeyedProcessFunction):  # type: ignore[misc]
 
     def process_element(self, value: str, ctx: KeyedProcessFunction.Context) -> Any:
         message = json.loads(value)
-        if message["kind"] == "end":
+        if message["kind"] == "touch":
+            events = self.host.touch(message["key"])
+        elif message["kind"] == "end":
             events, memory = self.host.end(message["key"])
             if memory is not None:
                 append_lines(self.run / "memory.jsonl", [memory])
