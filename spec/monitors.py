@@ -150,6 +150,18 @@ class Monitors:
         # key-isolation: a divergence of one key voids completions of another
         self._break(KEY_ISOLATION, lg.and_(kept, lg.ne(key, target), voids_some))
 
+    def give_up(self, happens: Sym, key: Sym, key_of: list[Sym]) -> None:
+        """``key`` gives up the recorded inputs it waits for (the wait bound passed, or
+        ``give_up_after`` inputs waited): while some recorded input of the key has not
+        come back, the key is outside complete-reuse."""
+        left = lg.or_(
+            *(
+                lg.and_(self.world.cell("outstanding", r), lg.eq(key_of[r], key))
+                for r in range(self.inputs)
+            )
+        )
+        self.world.put("unclean", key, True, lg.and_(happens, left))
+
     def timeout(self, happens: Sym) -> None:
         """The ``timeout`` event: no input may still wait (bounded-waiting). What waits
         is the operator's keyed state, as the predicate's timeline has it."""
