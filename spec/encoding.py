@@ -735,7 +735,6 @@ class Machine:
         self.tick()
         waiting_count = lg.count(loop["candidates"])
         give_up = lg.and_(still, lg.lt(c.give_up_after, waiting_count), expecting)
-        self.monitors.give_up(give_up, w["key"], self.shape.key)
         w.set("phase", lg.ite(give_up, ADVANCE, IDLE), post)
         w.set("after", AFTER_NOTHING, post)
         after_restore = lg.and_(finished, lg.eq(after, AFTER_RESTORE))
@@ -786,7 +785,6 @@ class Machine:
         go = lg.and_(happens, present)
         expecting = lg.lt(op.at("next", key), op.at("expected-end", key))
         diverges = lg.and_(go, expecting, self.waits(key))
-        self.monitors.give_up(diverges, key, self.shape.key)
         w.set("phase", ADVANCE, go)
         w.set("key", key, go)
         w.set("after", AFTER_TIMEOUT, go)
@@ -794,7 +792,7 @@ class Machine:
         over = lg.and_(happens, lg.not_(present))
         w.set("phase", IDLE, over)
         w.set("after", AFTER_NOTHING, over)
-        self.monitors.timeout(over)
+        self.monitors.timeout(over, self.shape.key)
         return diverges
 
     def end_macro(self) -> None:
@@ -995,7 +993,7 @@ class Machine:
         w.set("timeouts", lg.add(w["timeouts"], lg.ite(timing, 1, 0)))
         self.assume(lg.le(w["timeouts"], self.timeouts))
         if not (c.wait and c.give_up_on_timeout):
-            self.monitors.timeout(timing)
+            self.monitors.timeout(timing, self.shape.key)
             return False
         inserted = [op.cell("inserted", kk) for kk in range(self.k)]
         order = self.ordered_keys(inserted)
