@@ -138,11 +138,54 @@ def tables() -> dict[str, fluss.TableDescriptor]:
 
 
 @define
-class _InFlight:
-    """Rows handed to the log's writer; acknowledged up to ``end`` once ``task`` is done."""
+class _Rows:
+    """Consecutive rows of one client: entry ids from ``at`` on, client entry ids
+    ``(generation, seq)``, ``(generation, seq + 1)``, ..., kept by column."""
 
-    end: int
-    rows: list[dict[str, Any]]
+    generation: int
+    seq: int
+    at: int
+    keys: list[bytes]
+    values: list[bytes]
+
+    @property
+    def end(self) -> int:
+        """The entry id after the last row."""
+        return self.at + len(self.keys)
+
+    def batch(self) -> pa.RecordBatch:
+        n = len(self.keys)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([TABLE_SCHEMA] * n, pa.int32()),
+                pa.array([self.generation] * n, pa.int64()),
+                pa.array(range(self.seq, self.seq + n), pa.int64()),
+                pa.array(range(self.at, self.at + n), pa.int64()),
+                pa.array(self.keys, pa.binary()),
+                pa.array(self.values, pa.binary()),
+            ],
+            schema=LOG_COLUMNS,
+        )
+
+    @staticmethod
+    def joined(parts: list[_Rows]) -> _Rows:
+        """Consecutive ``parts`` as one."""
+        first = parts[0]
+        return _Rows(
+            first.generation,
+            first.seq,
+            first.at,
+            [k for p in parts for k in p.keys],
+            [v for p in parts for v in p.values],
+        )
+
+
+@define
+class _InFlight:
+    """Rows handed to the log's writer; acknowledged up to their end once ``task`` is
+    done."""
+
+    rows: _Rows
     task: asyncio.Task[None]
 
 
@@ -178,7 +221,7 @@ class FlussStore:
         self._end = 0
         self._acked = 0
         #: Rows sent but not yet written, and since when the first waits.
-        self._queued: list[dict[str, Any]] = []
+        self._queued: _Rows | None = None
         self._queued_since = 0.0
         self._in_flight: list[_InFlight] = []
         self._polled = 0.0
@@ -318,33 +361,27 @@ class FlussStore:
 
     def send(self, entries: Sequence[Entry]) -> list[int]:
         self._check()
-        ids = [self._end + i for i in range(len(entries))]
-        rows = [
-            {
-                "schema": TABLE_SCHEMA,
-                "generation": self.generation,
-                "seq": self._seq + i,
-                "at": ids[i],
-                "record_key": codec.record_key(e),
-                "value": codec.encode(e),
-            }
-            for i, e in enumerate(entries)
-        ]
-        if not self._queued:
+        if not entries:
+            return []
+        ids = list(range(self._end, self._end + len(entries)))
+        queued = self._queued
+        if queued is None:
+            queued = self._queued = _Rows(self.generation, self._seq, self._end, [], [])
             self._queued_since = time.monotonic()
-        self._queued.extend(rows)
+        queued.keys.extend(codec.record_key(e) for e in entries)
+        queued.values.extend(codec.encode(e) for e in entries)
         self.stats.batches += 1
-        self.stats.writes += len(rows)
-        self._end += len(rows)
-        self._seq += len(rows)
+        self.stats.writes += len(entries)
+        self._end += len(entries)
+        self._seq += len(entries)
         self._flush_if_due()
         return ids
 
     def _flush_if_due(self) -> None:
         """Start writing the queued rows when enough wait, or the first waited long
         enough; note the writes in flight that completed."""
-        if self._queued and (
-            len(self._queued) >= BATCH or time.monotonic() - self._queued_since >= LINGER
+        if self._queued is not None and (
+            len(self._queued.keys) >= BATCH or time.monotonic() - self._queued_since >= LINGER
         ):
             self._guard(self._start_queued)
         if self._in_flight and time.monotonic() - self._polled >= POLL_EVERY:
@@ -359,7 +396,7 @@ class FlussStore:
 
     def flush(self) -> None:
         self._check()
-        if self._queued:
+        if self._queued is not None:
             self._guard(self._start_queued)
         if self._in_flight:
             self._guard(self._wait_in_flight)
@@ -367,18 +404,19 @@ class FlussStore:
     def _start_queued(self) -> None:
         """Hand the queued rows to the log's writer as one Arrow batch, without waiting
         for the server: a task waits for their acknowledgement."""
-        rows, self._queued = self._queued, []
+        rows, self._queued = self._queued, None
+        assert rows is not None
         if self._tables is None:
             self._retrying(self._open, time.monotonic() + self.timeout, "connecting")
         tables = self._tables
         assert tables is not None
-        logged = [tables.log_writer.write_arrow_batch(_batch(rows))]
+        logged = [tables.log_writer.write_arrow_batch(rows.batch())]
 
         async def landed() -> None:
             await acknowledged(logged, tables.log_writer)
 
         task = self._loop.start(landed)
-        self._in_flight.append(_InFlight(rows[-1]["at"] + 1, rows, task))
+        self._in_flight.append(_InFlight(rows, task))
         self.stats.round_trips += 1
 
     def _take_done(self) -> None:
@@ -390,7 +428,7 @@ class FlussStore:
                 self._rewrite_in_flight()
                 return
             self._in_flight.pop(0)
-            self._acked = group.end
+            self._acked = group.rows.end
 
     def _wait_in_flight(self) -> None:
         tasks = [g.task for g in self._in_flight]
@@ -411,21 +449,21 @@ class FlussStore:
         groups, self._in_flight = self._in_flight, []
         for g in groups:
             g.task.cancel()
-        rows = [r for g in groups for r in g.rows]
+        rows = _Rows.joined([g.rows for g in groups])
         self._stale = True
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
-            handles = [tables.log_writer.write_arrow_batch(_batch(rows))]
+            handles = [tables.log_writer.write_arrow_batch(rows.batch())]
             await acknowledged(handles, tables.log_writer)
 
         self._retrying(
             write,
             time.monotonic() + self.timeout,
-            f"writing {len(rows)} row(s) to table {self._name(LOG)}",
+            f"writing {len(rows.keys)} row(s) to table {self._name(LOG)}",
         )
         self.stats.round_trips += 1
-        self._acked = groups[-1].end
+        self._acked = rows.end
 
     def read(self, marker: int) -> list[tuple[int, Entry]]:
         self._check()
@@ -515,13 +553,9 @@ class FlussStore:
         # are ignored by every reader (see the module docstring)
         for group in self._in_flight:
             group.task.cancel()
-        self._in_flight, self._queued = [], []
+        self._in_flight, self._queued = [], None
         tables, self._tables = self._tables, None
         self._loop.close(tables.close if tables is not None else None)
-
-
-def _batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(rows, LOG_COLUMNS)
 
 
 def _cutoffs(generations: dict[int, int]) -> dict[int, int]:
