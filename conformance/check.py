@@ -126,7 +126,19 @@ def steps_of(
         if isinstance(e, t.Deliver):
             steps.append((Step("deliver", e.identity), [i]))
             crashed = False
-        elif isinstance(e, (t.Checkpoint, t.Restore, t.End)):
+        elif isinstance(e, (t.Timeout, t.End)) and steps and not crashed:
+            # the step's decisions came before its event, which counts them
+            step, members = steps[-1]
+            own = members[len(members) - e.step_events :] if e.step_events else []
+            if e.step_events > len(members) - 1:
+                raise TraceError(
+                    f"{run.name}: line {lines[i]}: {e.kind} counts {e.step_events} events of "
+                    f"its step, but {len(members) - 1} follow the step before"
+                )
+            steps[-1] = (step, members[: len(members) - len(own)])
+            steps.append((Step(e.kind), [*own, i]))
+            crashed = False
+        elif isinstance(e, (t.Checkpoint, t.Restore, t.Timeout, t.End)):
             steps.append((Step(e.kind), [i]))
             crashed = False
         elif isinstance(e, t.Crash):
@@ -142,7 +154,7 @@ def steps_of(
                 step, members = steps[-1]
                 steps[-1] = (Step(step.kind, step.record, inside), [*members, i])
                 crashed = True
-        elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "end"):
+        elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "timeout", "end"):
             what = "before any delivery" if not steps else f"after a {steps[-1][0].kind} step"
             raise TraceError(f"{run.name}: line {lines[i]}: {e.kind} {what}")
         else:
@@ -268,8 +280,12 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     expected = model_steps(scenario, run.contract)
     observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
     trace = t.Trace(run.agent, run.contract.basis, events)
-    model_trace = t.Trace(run.agent, run.contract.basis, [e for _, es in expected for e in es])
-    on_model, on_run = check_all(model_trace), check_all(trace)
+    model_events = [e for _, es in expected for e in es]
+    model_trace = t.Trace(run.agent, run.contract.basis, model_events)
+    on_model = check_all(model_trace)
+    # the properties are functions of the trace: a run equal to the model's, event for
+    # event, has the model's verdicts
+    on_run = on_model if model_events == events else check_all(trace)
     result = judge_observed(scenario, run.contract, expected, observed, None, (on_model, on_run))
     by_model = {v.property for v in on_model if not v.holds}
     verdicts = [v for v in on_run if not v.holds]
