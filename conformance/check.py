@@ -126,17 +126,17 @@ def steps_of(
         if isinstance(e, t.Deliver):
             steps.append((Step("deliver", e.identity), [i]))
             crashed = False
-        elif isinstance(e, t.Timeout) and steps and not crashed:
+        elif isinstance(e, (t.Timeout, t.End)) and steps and not crashed:
             # the step's decisions came before its event, which counts them
             step, members = steps[-1]
             own = members[len(members) - e.step_events :] if e.step_events else []
             if e.step_events > len(members) - 1:
                 raise TraceError(
-                    f"{run.name}: line {lines[i]}: timeout counts {e.step_events} events of "
+                    f"{run.name}: line {lines[i]}: {e.kind} counts {e.step_events} events of "
                     f"its step, but {len(members) - 1} follow the step before"
                 )
             steps[-1] = (step, members[: len(members) - len(own)])
-            steps.append((Step("timeout"), [*own, i]))
+            steps.append((Step(e.kind), [*own, i]))
             crashed = False
         elif isinstance(e, (t.Checkpoint, t.Restore, t.Timeout, t.End)):
             steps.append((Step(e.kind), [i]))

@@ -184,6 +184,7 @@ def end(world: World) -> World:
     require_up(world, "end")
     session = _Session(world)
     recovery.end_of_input(session)
+    decided = len(session.events)
     world = _commit(world, session, None)
     memory = tuple(
         (ks_key, tuple(sorted(world.operator.key(ks_key).memory.items())))
@@ -194,7 +195,7 @@ def end(world: World) -> World:
         committed=world.committed + world.operator.pending,
         operator=evolve(world.operator, pending=Log()),
         ended=True,
-        events=world.events.appended(t.End(memory)),
+        events=world.events.appended(t.End(memory, decided)),
     )
 
 

@@ -185,10 +185,14 @@ class Timeout:
 
 @frozen
 class End:
-    """End of input; ``memory`` is the final memory of every key."""
+    """End of input; ``memory`` is the final memory of every key. Reported last, after
+    what the end of input decided (a recorded input given up, what waited for it run
+    again); ``step_events`` counts those events, so that a trace file says where the
+    step began."""
 
     kind: ClassVar[str] = "end"
     memory: tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...]
+    step_events: int = 0
 
 
 Event = (

@@ -792,7 +792,7 @@ class Machine:
         over = lg.and_(happens, lg.not_(present))
         w.set("phase", IDLE, over)
         w.set("after", AFTER_NOTHING, over)
-        self.monitors.timeout(over)
+        self.monitors.timeout(over, self.shape.key)
         return diverges
 
     def end_macro(self) -> None:
@@ -993,7 +993,7 @@ class Machine:
         w.set("timeouts", lg.add(w["timeouts"], lg.ite(timing, 1, 0)))
         self.assume(lg.le(w["timeouts"], self.timeouts))
         if not (c.wait and c.give_up_on_timeout):
-            self.monitors.timeout(timing)
+            self.monitors.timeout(timing, self.shape.key)
             return False
         inserted = [op.cell("inserted", kk) for kk in range(self.k)]
         order = self.ordered_keys(inserted)

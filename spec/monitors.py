@@ -150,11 +150,15 @@ class Monitors:
         # key-isolation: a divergence of one key voids completions of another
         self._break(KEY_ISOLATION, lg.and_(kept, lg.ne(key, target), voids_some))
 
-    def timeout(self, happens: Sym) -> None:
+    def timeout(self, happens: Sym, key_of: list[Sym]) -> None:
         """The ``timeout`` event: no input may still wait (bounded-waiting). What waits
-        is the operator's keyed state, as the predicate's timeline has it."""
+        is the operator's keyed state, as the predicate's timeline has it. A key with a
+        recorded input that has not come back is outside complete-reuse from now on."""
         waiting = lg.or_(*(self.op.cell("waiting", r) for r in range(self.inputs)))
         self._break(BOUNDED_WAITING, lg.and_(happens, waiting))
+        for r in range(self.inputs):
+            left = lg.and_(happens, self.world.cell("outstanding", r))
+            self.world.put("unclean", key_of[r], True, left)
 
     def restore(self, happens: Sym, saved: Cells) -> None:
         """Before the operator's state is replaced by the checkpoint's: the inputs

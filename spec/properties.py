@@ -469,8 +469,9 @@ def complete_reuse(trace: t.Trace) -> Verdict:
 
     An input is *recorded* when it was accepted in a timeline that a restore rolled
     back; it *comes back* when it is accepted again after that restore with the same
-    digest. A key one of whose recorded inputs never comes back, or comes back changed,
-    is outside this property (its saved suffix may have to run again).
+    digest. A key one of whose recorded inputs never comes back, comes back changed, or
+    has not come back when the wait bound passes (a ``timeout``: the contract may give it
+    up then) is outside this property (its saved suffix may have to run again).
     """
     outstanding: dict[K, dict[str, str]] = {}
     unclean: set[K] = set()
@@ -485,6 +486,8 @@ def complete_reuse(trace: t.Trace) -> Verdict:
             waiting = outstanding.get(_k(e.key), {})
             if e.identity in waiting and waiting.pop(e.identity) != e.digest:
                 unclean.add(_k(e.key))
+        elif isinstance(e, t.Timeout):
+            unclean.update(k for k, v in outstanding.items() if v)
     unclean.update(k for k, v in outstanding.items() if v)
     for s, i in repeated_tool_calls(trace):
         call = trace.events[i]

@@ -52,22 +52,6 @@ def index_of(lines: list[dict[str, Any]], event: str, identity: str, after: str 
     )
 
 
-#: Built-ins whose end of input makes decisions (a give-up, a re-run of what waited):
-#: a trace file has them before its ``end`` line, where ``check`` reads them as the last
-#: delivery's (a known limit of the trace format, not of the model).
-END_DECIDES = {("ordered", "lost-input-at-end")}
-
-
-def _case(name: str, contract: Contract) -> Any:
-    if (contract.name, name) in END_DECIDES:
-        return pytest.param(
-            name,
-            contract,
-            marks=pytest.mark.xfail(reason="decisions at end of input", strict=True),
-        )
-    return pytest.param(name, contract)
-
-
 def test_a_timeout_counts_its_events_so_check_tells_when_a_key_gave_up(tmp_path: Path) -> None:
     """``timeout`` reports its event last; the event counts the decisions before it, so
     a recorded run says which step gave up: ordered's run passes, and a variant that gives
@@ -89,7 +73,7 @@ def test_a_timeout_counts_its_events_so_check_tells_when_a_key_gave_up(tmp_path:
 
 @pytest.mark.parametrize(
     ("name", "contract"),
-    [_case(n, c) for c in (SEQNUM, ORDERED) for n in catalogue.names()],
+    [(n, c) for c in (SEQNUM, ORDERED) for n in catalogue.names()],
     ids=lambda v: v.name if isinstance(v, Contract) else v,
 )
 def test_the_models_runs_are_judged_as_conformance_judges_them(
@@ -307,13 +291,16 @@ def test_a_contract_given_as_json_is_read() -> None:
     assert judged(lines).verdict == PASS
 
 
-def test_the_end_of_inputs_decisions_are_judged_as_the_ends() -> None:
-    # the give-up at the end comes before the ``end`` line; dropping it is a difference
-    # in the end step, not in the last delivery
+def test_the_end_counts_its_events_so_check_tells_when_a_key_gave_up() -> None:
+    """The end of input's give-up comes before the ``end`` line, which counts it: the
+    model's run passes; the same events with the give-up at B's delivery (an end that
+    counts none) fail there; a dropped give-up fails."""
     lines = recorded(catalogue.builtin("lost-input-at-end"), ORDERED)
+    end = lines[-1]
+    assert end["event"] == "end" and end["step_events"] > 0
     assert judged(lines).verdict == PASS
+    early = judged([*lines[:-1], {**end, "step_events": 0}])
+    assert early.verdict == FAIL
+    assert early.difference is not None and "deliver B" in early.difference
     cut = [line for line in lines if line.get("event") != "give-up"]
-    verdict = judged(cut)
-    assert verdict.verdict == FAIL
-    assert verdict.difference is not None and "(end)" in verdict.difference
-    assert "give up A" in verdict.difference
+    assert judged([*cut[:-1], {**end, "step_events": end["step_events"] - 1}]).verdict == FAIL
