@@ -15,7 +15,7 @@ from replay_contract.model.contracts import contracts
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "live",
-        help="run a scenario as a real Apache Flink job (needs the 'live' extra)",
+        help="run a scenario as a real Apache Flink job (PyFlink is installed on first use)",
         description="Run a scenario as a real Flink job on a local MiniCluster: one source "
         "subtask per channel (a Kafka partition each), the agent operator after keyBy "
         "running the project's runtime with its state in Flink keyed state, the crash an "

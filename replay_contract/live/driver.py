@@ -44,16 +44,7 @@ from replay_contract.model.scenario import Scenario
 from replay_contract.model.topology import Key, Record, Topology, key_text
 from replay_contract.services.common import free_ports, resolve_classpath
 
-from .job import (
-    AgentOperator,
-    Gate,
-    channel_of,
-    crash_file,
-    key_of,
-    read_turn,
-    release_file,
-    write_json,
-)
+from . import environment
 from .plan import Inexpressible, plan, record_json, record_of
 
 #: The Kafka connector the source uses (the newest built for Flink 1.19/1.20 on Central).
@@ -161,11 +152,10 @@ def _environment(folder: Path, port: int, jar: Path, checkpoint: str | None = No
     # The Python functions run in worker processes of their own (``python.executable``),
     # as on a cluster, not in threads of this process.
     os.environ["_python_worker_execution_mode"] = "process"  # noqa: SIM112 (PyFlink's name)
-    try:
-        from pyflink.common import Configuration
-        from pyflink.datastream import StreamExecutionEnvironment
-    except ImportError:
-        raise LiveError("live: PyFlink is not installed (pip install -e '.[live]')") from None
+    environment.use()
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
+
     try:
         conf = Configuration()  # the first use of the JVM starts it
     except Exception as exc:
@@ -256,6 +246,8 @@ def _submit(
     from pyflink.common import Types, WatermarkStrategy
     from pyflink.common.serialization import SimpleStringSchema
     from pyflink.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
+
+    from .job import AgentOperator, Gate, channel_of, key_of
 
     n = channels
     source = (
@@ -409,6 +401,8 @@ class LiveFlink:
             self._attempt += 1
             self._turn = 0
             return
+        from .job import crash_file
+
         crash_file(self._dir(), self._attempt).touch()
         for channel, part in self._partition.items():
             self._send(part, {"kind": "crash", "attempt": self._attempt, "channel": channel})
@@ -493,6 +487,8 @@ class LiveFlink:
 
     def _release(self, what: dict[str, Any], label: str) -> None:
         run_dir, attempt, turn = self._dir(), self._attempt, self._turn
+        from .job import read_turn, release_file, write_json
+
         write_json(release_file(run_dir, attempt), {"turn": turn, **what})
         _wait(label, lambda: read_turn(run_dir, attempt) > turn, self._failed)
         self._turn += 1

@@ -29,9 +29,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pyflink.common.typeinfo import Types
-from pyflink.datastream.functions import KeyedProcessFunction, RuntimeContext
-from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor
+from . import environment
+
+environment.use()  # in PyFlink's workers too, where this module is unpickled
+
+from pyflink.common.typeinfo import Types  # noqa: E402 (after PyFlink is on the path)
+from pyflink.datastream.functions import KeyedProcessFunction, RuntimeContext  # noqa: E402
+from pyflink.datastream.state import ListStateDescriptor, ValueStateDescriptor  # noqa: E402
 
 
 def turn_file(run: Path, attempt: int) -> Path:
