@@ -1,0 +1,283 @@
+"""Verdicts as they come: ``verify --deepen``, for any contract.
+
+A proof at the default bound can take long for a contract no every-bound step fits (a
+proposed change). This engine asks the cheapest questions first and reports each
+answer once it has it, so a run that is stopped (Ctrl-C or ``--deadline``) still says
+what it knows:
+
+1. **Random runs of the model** at each bound of the ladder (:func:`ladder`), a few
+   seconds in all: a run whose trace breaks a property is a counterexample found by
+   the model itself, reduced as every counterexample is (:func:`.verify.simplify`).
+2. **Proofs deepening bound by bound**: :func:`.verify.verify_contract` (parametric
+   steps, induction, the unrolling, as ``verify`` chooses them) for the properties
+   still open, at each bound of the ladder in turn, one progress line per step with the
+   bound reached. A counterexample at a smaller bound is one within the asked bound
+   (every run of a smaller bound is a run of the larger), and closes the property; a
+   property proved at every bound by a parametric step needs no larger bound.
+
+Each step of the ladder runs in a process group of its own, so that the deadline can
+stop it (and its solver workers) at once; what is proved up to then is kept, and the
+properties left open get ``unknown`` with the bound they are proved up to.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from attrs import evolve
+
+from replay_contract.model import bounded
+from replay_contract.model.contracts import Contract
+from replay_contract.model.run import simulate
+from replay_contract.model.scenario import Step
+from replay_contract.model.trace import Trace
+
+from . import witness
+from .bound import Bound
+from .properties import PROPERTIES, check
+from .verify import Counterexample, Result, shrink, simplify, verify_contract
+
+#: Seconds the random runs of the model may take, over all bounds of the ladder.
+SAMPLE_SECONDS = 5.0
+
+#: Random runs per bound of the ladder (within :data:`SAMPLE_SECONDS`).
+SAMPLE_RUNS = 400
+
+Progress = Callable[[str], None]
+Found = Callable[[Result], None]
+
+
+def ladder(target: Bound) -> list[Bound]:
+    """The bounds asked, smallest first, ending with ``target``: two inputs and one
+    crash (at most the target's), then one dimension raised by one at each step:
+    the inputs up to three, the crashes up to the target's, then the inputs up to the
+    target's (channels and keys are the target's, at most the inputs)."""
+
+    def at(inputs: int, crashes: int) -> Bound:
+        return evolve(
+            target,
+            inputs=inputs,
+            crashes=crashes,
+            channels=min(target.channels, inputs),
+            keys=min(target.keys, inputs),
+            changes=min(target.changes, inputs),
+        )
+
+    inputs, crashes = min(2, target.inputs), min(1, target.crashes)
+    out = [at(inputs, crashes)]
+    while (inputs, crashes) != (target.inputs, target.crashes):
+        if inputs < min(3, target.inputs) or crashes == target.crashes:
+            inputs += 1
+        else:
+            crashes += 1
+        out.append(at(inputs, crashes))
+    if out[-1] != target:
+        out.append(target)
+    return out
+
+
+def sample(
+    contract: Contract,
+    bounds: Sequence[Bound],
+    properties: Sequence[str],
+    seconds: float = SAMPLE_SECONDS,
+    runs: int = SAMPLE_RUNS,
+) -> Iterator[Result]:
+    """Counterexamples among random runs of the model, smallest bounds first: one
+    result per property broken, its scenario reduced in the model."""
+    open_ = list(properties)
+    started = time.monotonic()
+    for bound in bounds:
+        rng = random.Random(f"{contract.name}/deepen/{bound}")
+        for i in range(runs):
+            if not open_ or time.monotonic() - started > seconds:
+                return
+            agent = bound.agents[i % len(bound.agents)]
+            shape = witness.random_shape(rng, bound, agent)
+            node = bounded.random_run(shape, contract, bound, rng.randrange)
+            trace = Trace(node.world.agent, contract.basis, node.world.events)
+            for prop in [p for p in open_ if not check(p, trace).holds]:
+                t0 = time.monotonic()
+                steps = [s for s in node.steps if s.kind != "end"]
+                yield _counterexample(contract, bound, prop, shape, steps, t0)
+                open_.remove(prop)
+
+
+def _counterexample(
+    contract: Contract,
+    bound: Bound,
+    prop: str,
+    shape: bounded.Shape,
+    steps: list[Step],
+    started: float,
+) -> Result:
+    name = f"{contract.name}-{prop}"
+    description = (
+        f"Counterexample found by verify (a random run of the model) at bound {bound}: "
+        f"{contract.name} breaks {prop}."
+    )
+    full = shape.scenario(steps, name, description)
+    shape, steps = simplify(shape, shrink(full, contract, prop), contract, prop)
+    small = shape.scenario(steps, name, description)
+    run = simulate(small, contract)
+    verdict = check(prop, run.trace)
+    assert not verdict.holds, "a reduced counterexample must still break its property"
+    return Result(
+        contract.name,
+        prop,
+        "counterexample",
+        bound,
+        time.monotonic() - started,
+        counterexample=Counterexample(small, run, verdict.explanation),
+        engines={shape.agent: "model"},
+    )
+
+
+def _step(
+    contract: Contract,
+    bound: Bound,
+    properties: tuple[str, ...],
+    kwargs: dict[str, Any],
+    remaining: float | None,
+) -> list[Result] | None:
+    """``verify_contract`` at one bound in a process group of its own, or ``None`` when
+    ``remaining`` seconds pass first (the group is then killed)."""
+    if "fork" not in mp.get_all_start_methods():  # no way to stop it: run it here
+        return verify_contract(contract, bound, properties, **kwargs)
+    context = mp.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        os.setpgid(0, 0)
+        try:
+            send.send(verify_contract(contract, bound, properties, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
+            send.send(exc)
+
+    process = context.Process(target=child, daemon=False)
+    process.start()
+    send.close()
+    try:
+        if not receive.poll(remaining):
+            return None
+        answer = receive.recv()
+    except (KeyboardInterrupt, EOFError):
+        answer = None
+    finally:
+        _stop(process)
+    if isinstance(answer, BaseException):
+        raise answer
+    return answer
+
+
+def _stop(process: Any) -> None:
+    """Stop a step's process and every solver worker it started (its process group)."""
+    if process.is_alive():
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.join()
+
+
+def deepen(
+    contract: Contract,
+    target: Bound,
+    properties: Sequence[str] = PROPERTIES,
+    *,
+    deadline: float | None = None,
+    progress: Progress | None = None,
+    found: Found | None = None,
+    **kwargs: Any,
+) -> list[Result]:
+    """Every property of ``properties`` at ``target``, cheapest answers first.
+
+    ``found`` is called with each counterexample as soon as it is known; ``deadline``
+    (seconds) stops the proofs, and the properties not decided by then are ``unknown``
+    with the bound they are proved up to. ``kwargs`` go to
+    :func:`.verify.verify_contract` (``timeout``, ``reachability``, ``workers``,
+    ``engine``); the reachability checks are made at the target only."""
+    started = time.monotonic()
+    say = progress or (lambda _: None)
+    bounds = ladder(target)
+    results: dict[str, Result] = {}
+    for r in sample(contract, bounds, properties):
+        r.seconds = time.monotonic() - started
+        say(f"{contract.name} / {r.property}: counterexample at {r.bound} ({_since(started)})")
+        results[r.property] = r
+        if found:
+            found(r)
+    proved_at: dict[str, Bound] = {}
+    every_bound: set[str] = set()
+    reachability = kwargs.pop("reachability", True)
+    for bound in bounds:
+        open_ = tuple(p for p in properties if p not in results and p not in every_bound)
+        if not open_:
+            break
+        last = bound == target
+        remaining = None if deadline is None else deadline - (time.monotonic() - started)
+        if remaining is not None and remaining <= 0:
+            break
+        say(f"{contract.name}: deepening to {bound} ({', '.join(open_)})")
+        answers = _step(
+            contract,
+            bound,
+            open_,
+            {**kwargs, "reachability": reachability and last, "progress": progress},
+            remaining,
+        )
+        if answers is None:
+            say(f"{contract.name}: the deadline came while at {bound} ({_since(started)})")
+            break
+        for r in answers:
+            r.seconds = time.monotonic() - started  # the wall time to this answer
+            if r.verdict == "counterexample":
+                results[r.property] = r
+                say(f"{contract.name} / {r.property}: counterexample at {bound}")
+                if found:
+                    found(r)
+            elif r.verdict == "proved":
+                proved_at[r.property] = bound
+                if last:
+                    results[r.property] = r
+                elif r.engines and set(r.engines.values()) == {"parametric"}:
+                    every_bound.add(r.property)
+                    results[r.property] = evolve(r, bound=target)
+            elif last:
+                results[r.property] = r
+        proved = sorted(p for p, b in proved_at.items() if b == bound)
+        say(
+            f"{contract.name}: proved up to {bound}: "
+            f"{', '.join(proved) or 'nothing'} ({_since(started)})"
+        )
+    reach = next((r.reachable for r in results.values() if r.reachable), {})
+    for r in results.values():
+        r.reachable = r.reachable or dict(reach)
+    out = []
+    for p in properties:
+        if p in results:
+            out.append(results[p])
+            continue
+        upto = f"proved up to {proved_at[p]}" if p in proved_at else "not proved at any bound"
+        out.append(
+            Result(
+                contract.name,
+                p,
+                "unknown",
+                target,
+                time.monotonic() - started,
+                reason=f"{upto}; stopped before {target}",
+                reachable=dict(reach),
+            )
+        )
+    return out
+
+
+def _since(started: float) -> str:
+    return f"{time.monotonic() - started:.1f} s"
