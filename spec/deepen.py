@@ -167,7 +167,7 @@ def _step(
         if not receive.poll(remaining):
             return None
         answer = receive.recv()
-    except (KeyboardInterrupt, EOFError):
+    except KeyboardInterrupt:  # the user stops: what is known so far is the answer
         answer = None
     finally:
         _stop(process)
@@ -207,7 +207,8 @@ def deepen(
     say = progress or (lambda _: None)
     bounds = ladder(target)
     results: dict[str, Result] = {}
-    for r in sample(contract, bounds, properties):
+    seconds = SAMPLE_SECONDS if deadline is None else min(SAMPLE_SECONDS, deadline / 4)
+    for r in sample(contract, bounds, properties, seconds):
         r.seconds = time.monotonic() - started
         say(f"{contract.name} / {r.property}: counterexample at {r.bound} ({_since(started)})")
         results[r.property] = r
@@ -233,7 +234,7 @@ def deepen(
             remaining,
         )
         if answers is None:
-            say(f"{contract.name}: the deadline came while at {bound} ({_since(started)})")
+            say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
             break
         for r in answers:
             r.seconds = time.monotonic() - started  # the wall time to this answer
