@@ -187,7 +187,7 @@ def deepening(
             c,
             parse(bound),
             deadline=deadline,
-            found=lambda _r: first.append(time.monotonic() - started),
+            found=lambda _r, first=first, started=started: first.append(time.monotonic() - started),
             timeout=timeout,
             engine=DEFAULT_ENGINE,
         )

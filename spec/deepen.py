@@ -22,6 +22,7 @@ properties left open get ``unknown`` with the bound they are proved up to.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import random
@@ -41,7 +42,8 @@ from replay_contract.model.trace import Trace
 from . import witness
 from .bound import Bound
 from .properties import PROPERTIES, check
-from .verify import Counterexample, Result, shrink, simplify, verify_contract
+from .verify import BEHAVIOURS, Counterexample, Result, shrink, simplify, verify_contract
+from .verify import reachability as reachability_of
 
 #: Seconds the random runs of the model may take, over all bounds of the ladder.
 SAMPLE_SECONDS = 5.0
@@ -148,16 +150,25 @@ def _step(
 ) -> list[Result] | None:
     """``verify_contract`` at one bound in a process group of its own, or ``None`` when
     ``remaining`` seconds pass first (the group is then killed)."""
+    answers: list[Result] | None = _in_group(
+        lambda: verify_contract(contract, bound, properties, **kwargs), remaining
+    )
+    return answers
+
+
+def _in_group(work: Callable[[], Any], remaining: float | None) -> Any:
+    """``work()`` in a forked process group of its own, or ``None`` when ``remaining``
+    seconds pass first or the user stops it (the group is then killed)."""
     if "fork" not in mp.get_all_start_methods():  # no way to stop it: run it here
-        return verify_contract(contract, bound, properties, **kwargs)
+        return work()
     context = mp.get_context("fork")
     receive, send = context.Pipe(duplex=False)
 
     def child() -> None:
         os.setpgid(0, 0)
         try:
-            send.send(verify_contract(contract, bound, properties, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the parent, raised there
+            send.send(work())
+        except BaseException as exc:
             send.send(exc)
 
     process = context.Process(target=child, daemon=False)
@@ -167,6 +178,8 @@ def _step(
         if not receive.poll(remaining):
             return None
         answer = receive.recv()
+    except EOFError:
+        answer = RuntimeError("a step of verify --deepen ended without an answer")
     except KeyboardInterrupt:  # the user stops: what is known so far is the answer
         answer = None
     finally:
@@ -179,10 +192,8 @@ def _step(
 def _stop(process: Any) -> None:
     """Stop a step's process and every solver worker it started (its process group)."""
     if process.is_alive():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     process.join()
 
 
@@ -216,6 +227,8 @@ def deepen(
             found(r)
     proved_at: dict[str, Bound] = {}
     every_bound: set[str] = set()
+    reach: dict[str, str] = {}
+    stopped = False
     reachability = kwargs.pop("reachability", True)
     for bound in bounds:
         open_ = tuple(p for p in properties if p not in results and p not in every_bound)
@@ -235,6 +248,7 @@ def deepen(
         )
         if answers is None:
             say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
+            stopped = True
             break
         for r in answers:
             r.seconds = time.monotonic() - started  # the wall time to this answer
@@ -252,14 +266,33 @@ def deepen(
                     results[r.property] = evolve(r, bound=target)
             elif last:
                 results[r.property] = r
-        proved = sorted(p for p, b in proved_at.items() if b == bound)
-        say(
-            f"{contract.name}: proved up to {bound}: "
-            f"{', '.join(proved) or 'nothing'} ({_since(started)})"
-        )
-    reach = next((r.reachable for r in results.values() if r.reachable), {})
+        proved = sorted(p for p, b in proved_at.items() if b == bound and p not in every_bound)
+        if proved:
+            say(f"{contract.name}: proved up to {bound}: {', '.join(proved)} ({_since(started)})")
+        if every_bound & set(open_):
+            ours = ", ".join(sorted(every_bound & set(open_)))
+            say(f"{contract.name}: proved for every bound: {ours} ({_since(started)})")
+        if last:
+            reach = answers[0].reachable if answers else {}
+    if reachability and not reach and not stopped:
+        # every verdict came before the target: its reachability checks still tell
+        # whether a proof there is vacuous (the witnesses make them cheap)
+        remaining = None if deadline is None else deadline - (time.monotonic() - started)
+        timeout = kwargs.get("timeout", 600.0)
+        if remaining is None or remaining > 0:
+            say(f"{contract.name}: reachability checks at {target}")
+            reach = _in_group(
+                lambda: reachability_of(contract, target, timeout, progress), remaining
+            )
+        if not reach:
+            reach = dict.fromkeys(BEHAVIOURS, "not checked (stopped)")
+        missing = [b for b in ("crash", "restore") if reach[b] in ("unreachable",)]
+        for r in results.values():
+            if r.verdict == "proved" and missing:
+                r.verdict = "unknown"
+                r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
     for r in results.values():
-        r.reachable = r.reachable or dict(reach)
+        r.reachable = dict(reach)
     out = []
     for p in properties:
         if p in results:

@@ -32,7 +32,7 @@ import z3
 
 from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
-from replay_contract.model.contracts import ORDERED
+from replay_contract.model.contracts import ORDERED, Contract
 
 from . import encoding as enc
 from . import parametric_lost as pl
@@ -181,10 +181,11 @@ def check_run(
     o: pl.Options,
     timeout_ms: int,
     reached: dict[str, int] | None = None,
+    contract: Contract = ORDERED,
 ) -> list[str]:
     """The first micro-step of one run the model cannot take (empty: it takes all);
     counts in ``reached`` what the run reached (when it is taken in full)."""
-    m = machine_of(ORDERED, bound, shape, node)
+    m = machine_of(contract, bound, shape, node)
     before = snapshot(m)
     records = [z3.IntVal(r) for r in range(bound.inputs)]
     keys = [z3.IntVal(k) for k in range(bound.keys)]
@@ -251,7 +252,7 @@ DRAWS = 200
 
 
 def waiting_runs(
-    bound: Bound, wanted: int, seed: int = 1
+    bound: Bound, wanted: int, seed: int = 1, contract: Contract = ORDERED
 ) -> list[tuple[bounded.Shape, bounded.Node]]:
     """``wanted`` random runs of ``bound`` under ``ordered`` that leave an input waiting
     (the machine is run concretely first, which costs little beside the solver); fewer
@@ -263,8 +264,8 @@ def waiting_runs(
         if len(out) == wanted:
             break
         shape = rng.choice(shapes)
-        node = bounded.random_run(shape, ORDERED, bound, rng.randrange)
-        m = machine_of(ORDERED, bound, shape, node)
+        node = bounded.random_run(shape, contract, bound, rng.randrange)
+        m = machine_of(contract, bound, shape, node)
         m.run()
         if m.reach["wait"]:
             out.append((shape, node))
@@ -272,13 +273,13 @@ def waiting_runs(
 
 
 def ordered_runs(
-    bound: Bound, sample: int, waiting: int, seed: int
+    bound: Bound, sample: int, waiting: int, seed: int, contract: Contract = ORDERED
 ) -> list[tuple[bounded.Shape, bounded.Node]]:
     """``waiting`` random runs of ``bound`` under ``ordered`` that leave an input waiting,
     then ``sample`` random runs (0: every run, unless ``waiting`` runs were asked for)."""
-    runs = waiting_runs(bound, waiting, seed) if waiting else []
+    runs = waiting_runs(bound, waiting, seed, contract) if waiting else []
     if sample or not waiting:
-        runs += runs_of(ORDERED, bound, sample, seed)
+        runs += runs_of(contract, bound, sample, seed)
     return runs
 
 
@@ -291,6 +292,7 @@ def check_runs(
     stop_after: int = 3,
     waiting: int = 0,
     excuse: bool = False,
+    contract: Contract = ORDERED,
 ) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
@@ -299,9 +301,9 @@ def check_runs(
     o = pl.Options(variant=variant, excuse=excuse)
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
-        return check_run(bound, shape, node, o, timeout_ms, out.reached)
+        return check_run(bound, shape, node, o, timeout_ms, out.reached, contract)
 
-    runs = ordered_runs(bound, sample, waiting, seed)
+    runs = ordered_runs(bound, sample, waiting, seed, contract)
     return pr.check_each(runs, one, out, stop_after)
 
 

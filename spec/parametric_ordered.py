@@ -361,6 +361,9 @@ class Options:
     #: again (guards of the step); its variants: "unexcused-divergence" (a divergence
     #: needs no excuse), "accept-again" (an accepted input may be accepted again)
     complete: bool = False
+    #: ``record_order`` before-first-tool-call: the position is written in an entry of
+    #: its own before the plan runs (when not recorded yet), and no completion carries it
+    early: bool = False
 
 
 def plan_of(o: Options) -> Plan:
@@ -875,6 +878,28 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         E = z3.If(z3.And(saved, E[k] <= p), z3.Store(E, k, p + 1), E)
         W = z3.If(z3.And(saved, carries), z3.Store(W, k, z3.Store(W[k], p, sid)), W)
 
+    def order_entry() -> None:
+        """The standalone order entry when the position is not yet recorded: after the
+        plan (no completion carried it), or before it (``early``)."""
+        nonlocal eff, pres, rec, ver, pos, ent, tim, sera, ordf, void
+        lone = z3.And(acc, z3.Not(ordered))
+        saved = z3.And(lone, live(eff))
+        eff = eff + z3.If(lone, 1, 0)
+        oid = z3.Int(f"{tag}order.slot")
+        c.append(z3.Implies(acc, z3.Not(pres[oid])))
+        st.slots.append(oid)
+        now = tick(lone)
+        pres = z3.Store(pres, oid, saved)
+        rec, ver, pos = z3.Store(rec, oid, r), z3.Store(ver, oid, v), z3.Store(pos, oid, p)
+        ent, tim = z3.Store(ent, oid, ORDER), z3.Store(tim, oid, now)
+        sera, ordf = z3.Store(sera, oid, era2), z3.Store(ordf, oid, False)
+        void = z3.Store(void, oid, False)
+        wrote(saved, oid, z3.BoolVal(True))
+
+    if o.early:
+        order_entry()
+        ordered = z3.BoolVal(True)
+
     for e in range(o.entries):
 
         def match(
@@ -953,20 +978,8 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         rd = z3.Store(rd, sid, read_now)
         wrote(saved, sid, carries)
         ordered = z3.Or(ordered, miss)
-    # the standalone order entry when no completion carried the position
-    lone = z3.And(acc, z3.Not(ordered))
-    saved = z3.And(lone, live(eff))
-    eff = eff + z3.If(lone, 1, 0)
-    oid = z3.Int(f"{tag}order.slot")
-    c.append(z3.Implies(acc, z3.Not(pres[oid])))
-    st.slots.append(oid)
-    now = tick(lone)
-    pres = z3.Store(pres, oid, saved)
-    rec, ver, pos = z3.Store(rec, oid, r), z3.Store(ver, oid, v), z3.Store(pos, oid, p)
-    ent, tim = z3.Store(ent, oid, ORDER), z3.Store(tim, oid, now)
-    sera, ordf = z3.Store(sera, oid, era2), z3.Store(ordf, oid, False)
-    void = z3.Store(void, oid, False)
-    wrote(saved, oid, z3.BoolVal(True))
+    if not o.early:
+        order_entry()
     E_acc, W_acc = E, W
     # -- divergence: ee and da reset; the key's settled slots at or after its position
     # are voided durably (one effect); "every-key" also voids another key's (``target``)

@@ -371,6 +371,7 @@ def check_runs(
     outcome: bool = False,
     complete: bool = False,
     waiting: int = 0,
+    contract: Contract = ORDERED,
 ) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
@@ -387,10 +388,12 @@ def check_runs(
             isolation=isolation,
             outcome=outcome,
             complete=complete,
+            early=contract.record_order == "before-first-tool-call",
         )
-        return check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
+        return check_run(contract, bound, shape, node, o, timeout_ms, out.reached)
 
-    return pr.check_each(ordered_runs(bound, sample, waiting, seed), one, out, stop_after)
+    runs = ordered_runs(bound, sample, waiting, seed, contract)
+    return pr.check_each(runs, one, out, stop_after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

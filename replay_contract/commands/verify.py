@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             else f"--contract {contract.name}"
         )
 
-        def found(r: Any) -> None:
+        def found(r: Any, shown: set[str] = shown, hint: str = hint) -> None:
             # a counterexample is shown once it is found, before the proofs go on
             write_counterexample(r, args.out)
             shown.add(r.property)

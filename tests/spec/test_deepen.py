@@ -3,6 +3,7 @@ bound by bound, and what a deadline leaves."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import time
@@ -26,7 +27,7 @@ def test_the_ladder_raises_one_dimension_at_a_time_up_to_the_bound() -> None:
     steps = ladder(DEFAULT)
     assert steps[0] == evolve(DEFAULT, inputs=2, crashes=1)
     assert steps[-1] == DEFAULT
-    for a, b in zip(steps, steps[1:], strict=False):
+    for a, b in itertools.pairwise(steps):
         assert (b.inputs - a.inputs) + (b.crashes - a.crashes) == 1
     tiny = parse("inputs=1,channels=1,keys=1,crashes=0")
     assert ladder(tiny) == [tiny]
