@@ -59,8 +59,16 @@ def test_complete_reuse_is_left_to_induction_beyond_give_up_after() -> None:
 def test_a_step_follows_the_rules_not_the_name() -> None:
     renamed = evolve(ORDERED, name="my-ordered", description="the same rules")
     assert served(pe.plan(renamed, WIDE, PROPERTIES)) == served(pe.plan(ORDERED, WIDE, PROPERTIES))
-    changed = evolve(ORDERED, name="my-ordered", record_order="before-first-tool-call")
+    changed = evolve(ORDERED, name="my-ordered", wait=False)
     assert pe.plan(changed, WIDE, PROPERTIES) == {}
+
+
+def test_the_store_model_takes_the_order_written_before_the_first_tool_call() -> None:
+    early = evolve(ORDERED, name="my-ordered", record_order="before-first-tool-call")
+    plan = pe.plan(early, WIDE, PROPERTIES)
+    assert served(plan) == served(pe.plan(ORDERED, WIDE, PROPERTIES))
+    assert all(job.early for job in plan if job.model in ("ordered", "complete"))
+    assert not any(job.early for job in pe.plan(ORDERED, WIDE, PROPERTIES))
 
 
 def test_seqnum_has_steps_for_two_properties_and_the_broken_contracts_none() -> None:
