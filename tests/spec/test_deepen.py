@@ -27,8 +27,9 @@ def test_the_ladder_raises_one_dimension_at_a_time_up_to_the_bound() -> None:
     steps = ladder(DEFAULT)
     assert steps[0] == evolve(DEFAULT, inputs=2, crashes=1)
     assert steps[-1] == DEFAULT
-    for a, b in itertools.pairwise(steps):
-        assert (b.inputs - a.inputs) + (b.crashes - a.crashes) == 1
+    assert [(b.inputs, b.crashes) for b in steps] == [(2, 1), (3, 1), (3, 2), (4, 2), (6, 2)]
+    for a, b in itertools.pairwise(steps):  # one dimension at a time
+        assert (b.inputs > a.inputs) != (b.crashes > a.crashes)
     tiny = parse("inputs=1,channels=1,keys=1,crashes=0")
     assert ladder(tiny) == [tiny]
 
