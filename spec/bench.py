@@ -21,7 +21,7 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   published contract at ``--bound`` with ``verify``'s default engine: the seconds to
   the first counterexample and to all verdicts (or to ``--deepen-deadline``), the
   verdicts and the largest bound every open property is proved at;
-- ``parametric``: the parametric steps of ``ordered`` (docs/parametric.md) that
+- ``parametric``: the parametric steps of ``ordered`` (spec/notes/parametric.md) that
   ``verify --engine parametric`` runs for its six properties at ``--ordered-bound``;
   their queries do not depend on the bound: each model and agent as a job of its own,
   one worker per core, and the wall-clock time of all of them; then (``parametric

@@ -71,7 +71,7 @@ finitely many slot and key terms of the query (sound: instances of a hypothesis)
 each query is quantifier-free; ``lazy`` adds those instances only when a model
 falsifies them; ``quant`` gives Z3 the quantifiers (E-matching + MBQI).
 
-Run: ``python -m replay_contract.spec.parametric --help`` (see docs/parametric.md).
+Run: ``python -m replay_contract.spec.parametric --help`` (see spec/notes/parametric.md).
 The engine of ``verify`` (:mod:`.induction`) does not use this module.
 """
 

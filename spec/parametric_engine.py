@@ -1,4 +1,4 @@
-"""``verify --engine parametric``: the parametric induction steps of docs/parametric.md
+"""``verify --engine parametric``: the parametric induction steps of spec/notes/parametric.md
 as proofs that hold for every bound.
 
 A parametric step is a transition relation over Z3 arrays and an invariant quantified
@@ -80,7 +80,7 @@ class Job:
     early: bool = False
 
     def cost(self) -> int:
-        """A rough order of the jobs' times (measured: docs/parametric.md)."""
+        """A rough order of the jobs' times (measured: spec/notes/parametric.md)."""
         per_model = {"ordered": 4, "complete": 4, "lost": 1, "seqnum": 0}
         return per_model[self.model] * ENTRIES.get(self.agent, 1) + self.outcome
 

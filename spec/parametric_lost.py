@@ -99,7 +99,7 @@ monitor's cells of the live view (delivered, accepted, accepted version) keep wh
 last kept effects left; an accept is seen by the monitor unless a crash point is reached
 before its first effect.
 
-Run: ``python -m replay_contract.spec.parametric_lost --help`` (see docs/parametric.md).
+Run: ``python -m replay_contract.spec.parametric_lost --help`` (see spec/notes/parametric.md).
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ given two guards of the step: a kept divergence finds its key excused, and no ve
 an accepted input is accepted again. The guards are what the other half of the property would
 prove; :mod:`.parametric_ordered_refine` tests them on the machine's runs.
 
-Run: ``python -m replay_contract.spec.parametric_ordered --help`` (see docs/parametric.md).
+Run: ``python -m replay_contract.spec.parametric_ordered --help`` (see spec/notes/parametric.md).
 The engine of ``verify`` does not use this module.
 """
 

@@ -60,7 +60,7 @@ no run. The class of a micro-step stands for its members (``check_classes`` comp
 their formulas).
 
 Run: ``python -m replay_contract.spec.parametric_sym --bound ... [--agent ...]
-[--safeguard]`` (see docs/parametric.md).
+[--safeguard]`` (see spec/notes/parametric.md).
 """
 
 from __future__ import annotations

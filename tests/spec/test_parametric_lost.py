@@ -194,7 +194,7 @@ def test_a_broken_excuse_is_not_kept(variant: str) -> None:
 
 @pytest.mark.parametrize(
     "fact",
-    # a sample of the excuse's facts, one of each kind (the whole list: docs/parametric.md)
+    # a sample of the excuse's facts, one of each kind (the whole list: spec/notes/parametric.md)
     [
         "outstanding waiting",
         "passed over is lost op",
