@@ -183,11 +183,15 @@ def deepening(
     for c in chosen:
         started = time.monotonic()
         first: list[float] = []
+
+        def found(_r: Result, first: list[float] = first, started: float = started) -> None:
+            first.append(time.monotonic() - started)
+
         results = deepen(
             c,
             parse(bound),
             deadline=deadline,
-            found=lambda _r, first=first, started=started: first.append(time.monotonic() - started),
+            found=found,
             timeout=timeout,
             engine=DEFAULT_ENGINE,
         )

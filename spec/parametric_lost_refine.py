@@ -19,28 +19,26 @@ over-approximation of the machine.
 
 This is testing, not proof: it covers the runs it is given.
 
-Run: ``python -m replay_contract.spec.parametric_lost_refine [--random N] [--bound ...]``.
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 """
 
 from __future__ import annotations
 
 import random
-import sys
-from collections.abc import Sequence
 
 import z3
 
-from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, Contract
 
 from . import encoding as enc
 from . import parametric_lost as pl
 from . import parametric_refine as pr
-from .bound import Bound, BoundError, parse
+from .bound import Bound
 from .monitors import flag
-from .parametric import code, count, keyOf
-from .parametric_refine import DEFAULT_BOUND, Snapshot, bools, codes, machine_of, runs_of
+from .parametric import code, keyOf
+from .parametric_refine import Snapshot, bools, codes, machine_of, runs_of
 from .properties import NO_LOST_INPUT
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``),
@@ -305,45 +303,3 @@ def check_runs(
 
     runs = ordered_runs(bound, sample, waiting, seed, contract)
     return pr.check_each(runs, one, out, stop_after)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: 0 if every micro-step checked is a step of the model."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_lost_refine",
-        description="Every micro-step of the machine of spec/encoding.py under ordered on the "
-        "runs of a bound is a step of the parametric model of no-lost-input (experimental).",
-    )
-    ap.add_argument("--bound", default=DEFAULT_BOUND)
-    ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
-    ap.add_argument("--variant", default="", choices=pl.VARIANTS, help="a broken model")
-    ap.add_argument(
-        "--waiting", type=count, default=0, help="that many random runs that leave an input waiting"
-    )
-    ap.add_argument(
-        "--excuse", action="store_true", help="also the model's part for complete-reuse's excuse"
-    )
-    ap.add_argument("--seed", type=count, default=1, help="of the random runs")
-    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
-    args = ap.parse_args(argv)
-    try:
-        bound = parse(args.bound)
-    except BoundError as e:
-        ap.error(str(e))
-    if args.variant in pl.EXCUSE_VARIANTS and not args.excuse:
-        ap.error(f"--variant {args.variant} needs --excuse")
-    done = check_runs(
-        bound,
-        args.random,
-        args.variant,
-        args.timeout * 1000,
-        args.seed,
-        waiting=args.waiting,
-        excuse=args.excuse,
-    )
-    label = f"{args.bound} variant={args.variant or 'ordered'}"
-    return pr.report(label + (" excuse" if args.excuse else ""), done)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

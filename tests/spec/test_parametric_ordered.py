@@ -219,46 +219,6 @@ def test_concrete_agent_terms_are_distinct_model_values() -> None:
         assert solver.check() == z3.unsat, term
 
 
-@pytest.mark.parametrize(
-    ("module", "args", "message"),
-    [
-        ("step", ["--n", "0"], "argument --n: expected a whole number above 0, got '0'"),
-        ("step", ["--variant", "nope"], "argument --variant: invalid choice: 'nope'"),
-        ("step", ["--drop", "nosuch"], "--drop: no fact named 'nosuch'"),
-        ("step", ["--entries", "x"], "argument --entries: expected a whole number, got 'x'"),
-        ("step", ["--outcome", "--entries", "3"], "--outcome: --entries must be 1"),
-        (
-            "step",
-            ["--variant", "forget-memory"],
-            "--variant forget-memory: changes nothing without --outcome",
-        ),
-        ("step", ["--drop", "key isolation"], "--drop: no fact named 'key isolation' with these"),
-        (
-            "step",
-            ["--variant", "accept-again"],
-            "--variant accept-again: changes nothing without --complete",
-        ),
-        ("refine", ["--variant", "other-reads"], "--variant other-reads: the refinement cannot"),
-        (
-            "refine",
-            ["--variant", "forget-memory", "--isolation"],
-            "--variant forget-memory: changes nothing without --outcome",
-        ),
-        ("refine", ["--bound", "inputs=x"], "bound: inputs: expected an integer"),
-        ("refine", ["--random", "-2"], "argument --random: expected a whole number, 0 or more"),
-    ],
-)
-def test_bad_input_is_one_line_and_exits_2(
-    module: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    main = po.main if module == "step" else refine.main
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err, err
-
-
 # -- record_order before-first-tool-call (docs/examples/earlier-order.json) -------------
 
 
