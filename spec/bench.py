@@ -187,10 +187,19 @@ def deepening(
         def found(_r: Result, first: list[float] = first, started: float = started) -> None:
             first.append(time.monotonic() - started)
 
+        steps: list[str] = []
+
+        def step(line: str, steps: list[str] = steps) -> None:
+            # "<contract>: proved up to <bound>: <properties> (<seconds> s)"
+            if ": proved up to " in line:
+                upto = line.split(": proved up to ", 1)[1]
+                steps.append(f"{upto.split(':', 1)[0]} at {upto.rsplit('(', 1)[1].rstrip(')')}")
+
         results = deepen(
             c,
             parse(bound),
             deadline=deadline,
+            progress=step,
             found=found,
             timeout=timeout,
             engine=DEFAULT_ENGINE,
@@ -209,6 +218,7 @@ def deepening(
                 "all verdicts s": round(total, 1) if not upto else "-",
                 "stopped s": round(total, 1) if upto else "-",
                 "open": "; ".join(upto) or "-",
+                "bounds proved (wall clock)": "; ".join(steps) or "-",
             }
         )
         _say(f"deepen {c.name} at {bound}: {total:.1f} s, {verdicts}")
