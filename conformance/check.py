@@ -150,6 +150,34 @@ def steps_of(
     return steps
 
 
+def end_decisions(
+    steps: Steps,
+    expected: Sequence[tuple[Step, Sequence[t.Event]]],
+    events: Sequence[t.Event],
+) -> Steps:
+    """``steps`` with the end of input's own decisions moved into the ``end`` step.
+
+    A trace file has the end of input's decisions (a recorded input given up, what
+    waited for it run again) before its ``end`` line, where :func:`steps_of` reads them
+    as the last step's. The model says how many events that step makes; the recorded
+    events beyond them, up to as many as the model's end makes before its ``end``, are
+    the end's. A run that differs from the model still differs after the move: only the
+    step a difference is reported in depends on it."""
+    if len(steps) < 2 or steps[-1][0].kind != "end" or len(expected) != len(steps):
+        return steps
+    ending = len(expected[-1][1]) - 1
+    (step, members), (end_step, end_members) = steps[-2], steps[-1]
+    extra = len(members) - len(expected[-2][1])
+    if ending <= 0 or extra <= 0 or any(isinstance(events[m], t.Crash) for m in members):
+        return steps
+    moved = min(extra, ending)
+    return [
+        *steps[:-2],
+        (step, members[: len(members) - moved]),
+        (end_step, [*members[len(members) - moved :], *end_members]),
+    ]
+
+
 def _crash_inside(steps: Steps, events: Sequence[t.Event]) -> int | None:
     """``crash_after`` when a crash now falls inside the last step: right after its
     delivery (or restore), or right after an effect; ``None`` when the step was over."""
@@ -266,10 +294,15 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     steps = steps_of(run, events, lines, keep)
     scenario = scenario_of(run, steps, lines)
     expected = model_steps(scenario, run.contract)
+    steps = end_decisions(steps, expected, events)
     observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
     trace = t.Trace(run.agent, run.contract.basis, events)
-    model_trace = t.Trace(run.agent, run.contract.basis, [e for _, es in expected for e in es])
-    on_model, on_run = check_all(model_trace), check_all(trace)
+    model_events = [e for _, es in expected for e in es]
+    model_trace = t.Trace(run.agent, run.contract.basis, model_events)
+    on_model = check_all(model_trace)
+    # the properties are functions of the trace: a run equal to the model's, event for
+    # event, has the model's verdicts
+    on_run = on_model if model_events == events else check_all(trace)
     result = judge_observed(scenario, run.contract, expected, observed, None, (on_model, on_run))
     by_model = {v.property for v in on_model if not v.holds}
     verdicts = [v for v in on_run if not v.holds]
