@@ -126,7 +126,19 @@ def steps_of(
         if isinstance(e, t.Deliver):
             steps.append((Step("deliver", e.identity), [i]))
             crashed = False
-        elif isinstance(e, (t.Checkpoint, t.Restore, t.End)):
+        elif isinstance(e, (t.Timeout, t.End)) and steps and not crashed:
+            # the step's decisions came before its event, which counts them
+            step, members = steps[-1]
+            own = members[len(members) - e.step_events :] if e.step_events else []
+            if e.step_events > len(members) - 1:
+                raise TraceError(
+                    f"{run.name}: line {lines[i]}: {e.kind} counts {e.step_events} events of "
+                    f"its step, but {len(members) - 1} follow the step before"
+                )
+            steps[-1] = (step, members[: len(members) - len(own)])
+            steps.append((Step(e.kind), [*own, i]))
+            crashed = False
+        elif isinstance(e, (t.Checkpoint, t.Restore, t.Timeout, t.End)):
             steps.append((Step(e.kind), [i]))
             crashed = False
         elif isinstance(e, t.Crash):
@@ -142,40 +154,12 @@ def steps_of(
                 step, members = steps[-1]
                 steps[-1] = (Step(step.kind, step.record, inside), [*members, i])
                 crashed = True
-        elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "end"):
+        elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "timeout", "end"):
             what = "before any delivery" if not steps else f"after a {steps[-1][0].kind} step"
             raise TraceError(f"{run.name}: line {lines[i]}: {e.kind} {what}")
         else:
             steps[-1][1].append(i)
     return steps
-
-
-def end_decisions(
-    steps: Steps,
-    expected: Sequence[tuple[Step, Sequence[t.Event]]],
-    events: Sequence[t.Event],
-) -> Steps:
-    """``steps`` with the end of input's own decisions moved into the ``end`` step.
-
-    A trace file has the end of input's decisions (a recorded input given up, what
-    waited for it run again) before its ``end`` line, where :func:`steps_of` reads them
-    as the last step's. The model says how many events that step makes; the recorded
-    events beyond them, up to as many as the model's end makes before its ``end``, are
-    the end's. A run that differs from the model still differs after the move: only the
-    step a difference is reported in depends on it."""
-    if len(steps) < 2 or steps[-1][0].kind != "end" or len(expected) != len(steps):
-        return steps
-    ending = len(expected[-1][1]) - 1
-    (step, members), (end_step, end_members) = steps[-2], steps[-1]
-    extra = len(members) - len(expected[-2][1])
-    if ending <= 0 or extra <= 0 or any(isinstance(events[m], t.Crash) for m in members):
-        return steps
-    moved = min(extra, ending)
-    return [
-        *steps[:-2],
-        (step, members[: len(members) - moved]),
-        (end_step, [*members[len(members) - moved :], *end_members]),
-    ]
 
 
 def _crash_inside(steps: Steps, events: Sequence[t.Event]) -> int | None:
@@ -294,7 +278,6 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     steps = steps_of(run, events, lines, keep)
     scenario = scenario_of(run, steps, lines)
     expected = model_steps(scenario, run.contract)
-    steps = end_decisions(steps, expected, events)
     observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
     trace = t.Trace(run.agent, run.contract.basis, events)
     model_events = [e for _, es in expected for e in es]

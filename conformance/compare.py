@@ -47,7 +47,8 @@ def normalise(steps: Steps) -> list[list[t.Event]]:
                             ((k, m) for k, m in e.memory if m),
                             key=lambda km: (type(km[0]).__name__, str(km[0])),
                         )
-                    )
+                    ),
+                    e.step_events,
                 )
             seg.append(e)
         out.append(seg)

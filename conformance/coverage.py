@@ -79,6 +79,12 @@ RULES: tuple[Rule, ...] = (
         _gave_up("a later record of channel"),
     ),
     Rule(
+        "give_up_on_timeout",
+        "the wait bound passes while inputs wait: what they wait for is given up",
+        lambda c: c.wait and c.give_up_on_timeout,
+        _gave_up("the wait bound passed"),
+    ),
+    Rule(
         "end-of-input",
         "the end of input gives up what is still missing",
         lambda c: c.wait,

@@ -17,8 +17,11 @@ right there, restores and re-delivers the rest in a fresh interleaving.
 
 Both stay within what a target can run when asked: without ``crash_points`` a crash
 comes between steps only (a delivery that would crash inside becomes the delivery and
-then a crash), without ``non_replayable`` every source is replayable. The same seed
-and capabilities give the same scenario.
+then a crash), without ``non_replayable`` every source is replayable. With ``timeout``
+(a target that runs the ``timeout`` step) a generated scenario has the wait bound pass
+once after its first restore, at a place drawn from a generator of its own, and each
+sweep variant has it pass after its re-delivery; without it the scenarios are exactly
+those of before. The same seed and capabilities give the same scenario.
 """
 
 from __future__ import annotations
@@ -44,15 +47,40 @@ TOOLS = ("llm", "search")
 KEYS: tuple[Key, ...] = ("K", "J", 1, "1")
 
 
-def generate(seed: int, crash_points: bool = True, non_replayable: bool = True) -> Scenario:
+def generate(
+    seed: int, crash_points: bool = True, non_replayable: bool = True, timeout: bool = False
+) -> Scenario:
     """The scenario of ``seed``, within the capabilities given (the module docstring)."""
-    return _draw(
+    scenario = _draw(
         random.Random(seed),
         f"generated-{seed}",
         f"generated from seed {seed} (replay_contract.conformance.generate)",
         crash_points,
         non_replayable,
     )
+    return _with_timeout(random.Random(f"{seed}:timeout"), scenario) if timeout else scenario
+
+
+def _with_timeout(rng: random.Random, scenario: Scenario) -> Scenario:
+    """``scenario`` with a ``timeout`` step after a step that leaves the operator up,
+    after its first restore (before it nothing waits); unchanged when there is none."""
+    from replay_contract.model.errors import ScenarioError
+    from replay_contract.model.scenario import check_schedule
+
+    steps = scenario.schedule
+    first = next((i for i, s in enumerate(steps) if s.kind == "restore"), None)
+    if first is None:
+        return scenario
+    places = list(range(first + 1, len(steps) + 1))
+    rng.shuffle(places)
+    for at in places:
+        candidate = scenario.with_schedule((*steps[:at], Step("timeout"), *steps[at:]))
+        try:
+            check_schedule(candidate)
+        except ScenarioError:
+            continue  # the operator is down there, or the input has ended
+        return candidate
+    return scenario
 
 
 def scenarios() -> SearchStrategy[Scenario]:
@@ -205,7 +233,11 @@ def _record_of(channels: Channels, channel: str) -> str:
 
 
 def crash_sweep(
-    scenario: Scenario, seed: int = 0, contract: Contract = ORDERED, crash_points: bool = True
+    scenario: Scenario,
+    seed: int = 0,
+    contract: Contract = ORDERED,
+    crash_points: bool = True,
+    timeout: bool = False,
 ) -> list[Scenario]:
     """One variant of ``scenario`` per crash point before its first crash.
 
@@ -213,7 +245,8 @@ def crash_sweep(
     i, a delivery, restores and re-delivers what is left in an interleaving drawn from
     ``seed``. ``k`` runs up to one past the step's effects under ``contract`` (the step
     completes, then the crash). Without ``crash_points`` only that last variant is made,
-    as the delivery followed by a crash step."""
+    as the delivery followed by a crash step. With ``timeout`` the wait bound passes
+    after the re-delivery."""
     from replay_contract.model.trace import is_effect
 
     first_crash = next(
@@ -238,11 +271,10 @@ def crash_sweep(
                 else (Step("deliver", step.record), Step("crash"))
             )
             head = (*plain.schedule[:i], *crash, Step("restore"))
-            variants.append(
-                scenario.with_schedule(
-                    _redeliver(rng, scenario.topology, head), f"{scenario.name}.crash-{i}.{k}"
-                )
-            )
+            steps = _redeliver(rng, scenario.topology, head)
+            if timeout:
+                steps = (*steps, Step("timeout"))
+            variants.append(scenario.with_schedule(steps, f"{scenario.name}.crash-{i}.{k}"))
     return variants
 
 

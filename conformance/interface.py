@@ -9,7 +9,7 @@ an implementation cannot under-report its external work.
 The decisions an implementation reports are trace events of
 :mod:`replay_contract.model.trace`: ``Accept``, ``Wait``, ``Reuse``, ``Save``,
 ``Order``, ``Invalidate`` and ``GiveUp``. The suite adds ``Deliver``, ``Tool``,
-``Output``, ``Checkpoint``, ``Crash``, ``Restore`` and ``End`` itself.
+``Output``, ``Checkpoint``, ``Crash``, ``Restore``, ``Timeout`` and ``End`` itself.
 """
 
 from __future__ import annotations
@@ -34,13 +34,16 @@ class Capabilities:
     after the N-th effect of a step (between a tool call and the save of its
     completion, say), not only between steps. ``non_replayable``: it handles sources
     that lose or change records on re-delivery. ``rescaling``: it can restore with a
-    different parallelism.
+    different parallelism. ``timeout``: it runs the ``timeout`` step (processing time
+    passes the contract's wait bound) through a ``wait_bound_passed()`` method; a target
+    without it skips the scenarios that have the step.
     """
 
     contracts: tuple[str, ...]
     crash_points: bool = True
     non_replayable: bool = True
     rescaling: bool = False
+    timeout: bool = False
 
 
 class Crashed(Exception):
@@ -102,6 +105,10 @@ class Implementation(Protocol):
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         """End of input: give up what is still missing, flush, and return every key's
         final memory."""
+
+    # An implementation that claims ``capabilities.timeout`` also has
+    # ``wait_bound_passed() -> None``: processing time passed the contract's wait bound;
+    # release or give up, within the call, every input that waits (the ``timeout`` step).
 
     def close(self) -> None:
         """Release what this scenario used (topics, tables, connections). The suite

@@ -87,6 +87,11 @@ def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> s
         return "needs a crash inside a step (crash_after); the target crashes only between steps"
     if not caps.non_replayable and any(not c.replayable for c in scenario.topology.channels):
         return "needs a source that is not replayable; the target does not support one"
+    if not caps.timeout and any(s.kind == "timeout" for s in scenario.schedule):
+        return (
+            "needs a timeout step (the wait bound passing); the target does not declare "
+            "the timeout capability"
+        )
     return None
 
 

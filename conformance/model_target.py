@@ -27,7 +27,7 @@ from .environment import REPORTABLE
 from .interface import Capabilities, Crashed, Environment
 
 #: What the suite records itself; the adapter does not replay these.
-_SUITE_EVENTS = (t.Deliver, t.Checkpoint, t.Crash, t.Restore, t.End)
+_SUITE_EVENTS = (t.Deliver, t.Checkpoint, t.Crash, t.Restore, t.Timeout, t.End)
 
 
 class ModelImplementation:
@@ -43,7 +43,7 @@ class ModelImplementation:
             else ((ORDERED.name,) if contract is not None else _all_contracts())
         )
         self.capabilities = Capabilities(
-            contracts=claimed, crash_points=True, non_replayable=True, rescaling=False
+            contracts=claimed, crash_points=True, non_replayable=True, rescaling=False, timeout=True
         )
         self._world: op.World | None = None
         self._env: Environment | None = None
@@ -77,6 +77,9 @@ class ModelImplementation:
 
     def restore(self) -> None:
         self._step(op.restore)
+
+    def wait_bound_passed(self) -> None:
+        self._step(lambda w, _: op.timeout(w))
 
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         self._step(lambda w, _: op.end(w))

@@ -3,7 +3,7 @@
 The program speaks the line-oriented JSON protocol documented in ``docs/protocol.md``
 on its standard input and output: it announces itself and its capabilities on its first
 line; then the suite sends one request per line (``open``, ``deliver``, ``checkpoint``,
-``crash``, ``restore``, ``end``, ``close``) and, while handling a request, the program
+``crash``, ``restore``, ``timeout``, ``end``, ``close``) and, while handling a request, the program
 calls back (``tool``, ``output``, ``report``, ``execute``), each call answered on one
 line, until it ends the request with ``done``, ``crashed`` or ``error``. Its standard
 error goes to a log file (in ``log_folder``, the suite's ``--out``, else a temporary
@@ -131,6 +131,7 @@ class ProcessImplementation:
             bool(caps.get("crash_points", False)),
             bool(caps.get("non_replayable", False)),
             bool(caps.get("rescaling", False)),
+            bool(caps.get("timeout", False)),
         )
 
     # -- the process -----------------------------------------------------------------
@@ -323,6 +324,9 @@ class ProcessImplementation:
 
     def restore(self) -> None:
         self._request({"op": "restore"})
+
+    def wait_bound_passed(self) -> None:
+        self._request({"op": "timeout"})
 
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         done = self._request({"op": "end"})

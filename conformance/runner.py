@@ -127,9 +127,14 @@ class _Driver:
             self.env.record(t.Restore(self.restorable))
             self.channels.restore()
             self._crashable(self.impl.restore, step.crash_after)
+        elif step.kind == "timeout":
+            start = len(self.env.events)
+            self.impl.wait_bound_passed()  # type: ignore[attr-defined]  # capabilities.timeout
+            self.env.record(t.Timeout(len(self.env.events) - start))
         else:
+            start = len(self.env.events)
             memory = self.impl.end()
-            self.env.record(t.End(end_memory(memory)))
+            self.env.record(t.End(end_memory(memory), len(self.env.events) - start))
 
     def _crashable(self, call: Any, crash_after: int | None) -> None:
         """Run ``call``; crash where the environment says, or after it when the step

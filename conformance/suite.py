@@ -100,7 +100,10 @@ def cases(
     if sweep:
         for case in fixed:
             for variant in crash_sweep(
-                case.build(), contract=contract, crash_points=capabilities.crash_points
+                case.build(),
+                contract=contract,
+                crash_points=capabilities.crash_points,
+                timeout=capabilities.timeout,
             ):
                 out.append(Case(variant.name, "sweep", _const(variant)))
     return Cases(out, seed, examples, capabilities)
@@ -115,7 +118,7 @@ def _const(scenario: Scenario) -> Callable[[], Scenario]:
 
 
 def _seeded(seed: int, caps: Capabilities) -> Callable[[], Scenario]:
-    return lambda: generate(seed, caps.crash_points, caps.non_replayable)
+    return lambda: generate(seed, caps.crash_points, caps.non_replayable, caps.timeout)
 
 
 @define

@@ -21,6 +21,11 @@ A contract is a handful of rules, each a field of :class:`Contract`:
     how many inputs of a key may wait for one missing recorded input before it is
     given up. End of input gives up too; so does a later record of the missing input's
     own channel, when ``split_order`` is set.
+``give_up_on_timeout``
+    whether the contract bounds waiting in processing time: when the wait bound passes
+    (a ``timeout`` step), every recorded input that an input of the key waits for is
+    given up, so nothing waits longer than the bound, whatever arrives or does not.
+    ``false`` is a variant that can wait without bound (it breaks ``bounded-waiting``).
 ``durable_invalidation`` and ``invalidation_scope``
     whether an invalidation is written to the store, and whether it covers the
     diverging key only (``key``) or every key (``all``).
@@ -59,6 +64,7 @@ class Contract:
     record_order: RecordOrder = "no"
     give_up_after: int = 64
     split_order: bool = True
+    give_up_on_timeout: bool = True
     durable_invalidation: bool = True
     invalidation_scope: Scope = "key"
     description: str = ""
@@ -111,12 +117,16 @@ CONTRACTS: dict[str, Contract] = {
 
 
 def contract(name: str) -> Contract:
-    """The named contract variant; an unknown name is refused with the known ones."""
-    try:
-        return CONTRACTS[name]
-    except KeyError:
+    """The named contract variant, or a deliberately broken one of :mod:`.mutants` (so
+    that its counterexamples replay by name); an unknown name is refused with the
+    published ones."""
+    from .mutants import MUTANTS
+
+    found = CONTRACTS.get(name) or MUTANTS.get(name)
+    if found is None:
         known = ", ".join(CONTRACTS)
-        raise UnknownContractError(f"unknown contract {name!r} (known: {known})") from None
+        raise UnknownContractError(f"unknown contract {name!r} (known: {known})")
+    return found
 
 
 def contracts(names: str) -> list[Contract]:
@@ -152,7 +162,12 @@ def contract_from_json(data: Any, where: str = "contract") -> Contract:
             raise UnknownContractError(
                 f"{where}.{name}: {value!r} is not one of {', '.join(_CHOICES[name])}"
             )
-        if name in ("wait", "split_order", "durable_invalidation") and not isinstance(value, bool):
+        if name in (
+            "wait",
+            "split_order",
+            "give_up_on_timeout",
+            "durable_invalidation",
+        ) and not isinstance(value, bool):
             raise UnknownContractError(f"{where}.{name}: expected true or false")
         if name == "give_up_after" and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0

@@ -1,8 +1,9 @@
 """Outside the contract: giving up, divergence and invalidation.
 
 A recorded input that does not come back is given up: when a later record of its
-channel arrives (split order), when more inputs wait than the contract's bound, or at
-the end of input. The key then diverges at that position: its saved suffix is
+channel arrives (split order), when more inputs wait than the contract's bound, when
+processing time passes the contract's wait bound while inputs wait for it (a ``timeout``
+step), or at the end of input. The key then diverges at that position: its saved suffix is
 invalidated (durably, unless the contract is a broken one) and what waits runs again in
 arrival order (docs/contract.md, "Outside the contract: fallback and re-execution").
 """
@@ -37,6 +38,18 @@ def give_up_waiting(host: Host, ks: KeyState) -> bool:
         diverge(host, ks.key, head.position, head.identity, f"more than {bound} inputs waited")
         return True
     return False
+
+
+def give_up_on_timeout(host: Host, ks: KeyState) -> bool:
+    """Processing time passed the wait bound: if inputs of the key wait, give up the
+    recorded inputs they wait for, so that they run in arrival order now (bounded
+    waiting, whether or not anything more arrives). A key that expects recorded inputs
+    but has nothing waiting keeps expecting them. Whether it gave up."""
+    if not (host.contract.give_up_on_timeout and ks.waiting and ks.expected):
+        return False
+    head = ks.expected[0]
+    diverge(host, ks.key, head.position, head.identity, "the wait bound passed")
+    return True
 
 
 def diverge(host: Host, key: Key, position: int, missing: str, reason: str) -> None:

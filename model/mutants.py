@@ -49,6 +49,12 @@ MUTANTS: dict[str, Contract] = {
         ),
         evolve(
             ORDERED,
+            name="ordered-ignores-timeout",
+            give_up_on_timeout=False,
+            description="keeps waiting when the wait bound passes (waits without bound)",
+        ),
+        evolve(
+            ORDERED,
             name="ordered-impatient",
             give_up_after=0,
             description="gives up on a missing recorded input as soon as anything waits",

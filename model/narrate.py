@@ -103,6 +103,9 @@ def rows(trace: t.Trace, witnesses: Mapping[str, Sequence[int]] | None = None) -
         elif isinstance(e, t.Crash):
             current = None
             out.append(Row(i, decision="-- crash --"))
+        elif isinstance(e, t.Timeout):
+            current = None
+            out.append(Row(i, decision="-- timeout: the wait bound passed --"))
         elif isinstance(e, t.Restore):
             current = None
             diverged.clear()

@@ -1,6 +1,6 @@
 """The keyed operator, one handler per step of the schedule vocabulary.
 
-``deliver``, ``checkpoint``, ``crash``, ``restore`` and ``end`` each take a
+``deliver``, ``checkpoint``, ``crash``, ``restore``, ``timeout`` and ``end`` each take a
 :class:`World` and return the next one; a refused step raises
 :class:`~.errors.ScenarioError` and, the world being frozen, leaves it as it was.
 
@@ -169,11 +169,22 @@ def restore(world: World, crash_after: int | None = None) -> World:
     return _commit(world, session, crash_after)
 
 
+def timeout(world: World) -> World:
+    """Processing time passes the contract's wait bound: what waits is released or given
+    up now (:func:`.recovery.timeout`); the ``timeout`` event closes the step."""
+    require_up(world, "timeout")
+    session = _Session(world)
+    recovery.timeout(session)
+    session.report(t.Timeout(len(session.events)))
+    return _commit(world, session, None)
+
+
 def end(world: World) -> World:
     """End of input: give up every recorded input still missing, flush, commit."""
     require_up(world, "end")
     session = _Session(world)
     recovery.end_of_input(session)
+    decided = len(session.events)
     world = _commit(world, session, None)
     memory = tuple(
         (ks_key, tuple(sorted(world.operator.key(ks_key).memory.items())))
@@ -184,7 +195,7 @@ def end(world: World) -> World:
         committed=world.committed + world.operator.pending,
         operator=evolve(world.operator, pending=Log()),
         ended=True,
-        events=world.events.appended(t.End(memory)),
+        events=world.events.appended(t.End(memory, decided)),
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import trace as t
-from .fallback import diverge, give_up_before, give_up_waiting
+from .fallback import diverge, give_up_before, give_up_on_timeout, give_up_waiting
 from .keyed import Host
 from .reuse import accept
 from .store import RecordedOrder
@@ -82,3 +82,11 @@ def end_of_input(host: Host) -> None:
             head = ks.expected[0]
             diverge(host, key, head.position, head.identity, "end of input")
         advance(host, key)
+
+
+def timeout(host: Host) -> None:
+    """Processing time passed the wait bound: every key with waiting inputs gives up what
+    they wait for (:func:`.fallback.give_up_on_timeout`) and accepts them."""
+    for key in host.known_keys():
+        if give_up_on_timeout(host, host.state(key)):
+            advance(host, key)

@@ -22,6 +22,8 @@ def apply(world: op.World, step: Step) -> op.World:
         return op.crash(world)
     if step.kind == "restore":
         return op.restore(world, step.crash_after)
+    if step.kind == "timeout":
+        return op.timeout(world)
     return op.end(world)
 
 

@@ -20,10 +20,12 @@
 
 Steps: ``deliver`` (a record; each channel delivers its records in order, and again
 from the checkpoint's offsets after a restore), ``checkpoint``, ``crash``, ``restore``
-(from the last completed checkpoint) and ``end`` (end of input; implied at the end of
-the schedule). ``crash_after: N`` on ``deliver`` or ``restore`` crashes the operator
-after the N-th effect (tool call or durable write) of that step, or at its end when it
-has fewer; ``0`` crashes right after the delivery, before any effect.
+(from the last completed checkpoint), ``timeout`` (processing time passes the contract's
+wait bound: every input waiting then is released or given up within the step) and
+``end`` (end of input; implied at the end of the schedule). ``crash_after: N`` on
+``deliver`` or ``restore`` crashes the operator after the N-th effect (tool call or
+durable write) of that step, or at its end when it has fewer; ``0`` crashes right after
+the delivery, before any effect.
 
 A record of a channel with ``"replayable": false`` may carry ``"replay": "lost"`` (it
 never comes back after a restore) or ``"replay": {"payload": ...}`` (it comes back
@@ -49,7 +51,7 @@ from .topology import Channel, Record, Replay, Topology
 if TYPE_CHECKING:
     from . import operator as op
 
-STEP_KINDS = ("deliver", "checkpoint", "crash", "restore", "end")
+STEP_KINDS = ("deliver", "checkpoint", "crash", "restore", "timeout", "end")
 #: The largest integer key (by magnitude): 2**53 - 1, the integers that JSON readers of
 #: every language (JavaScript's numbers too) hold exactly.
 MAX_INT_KEY = 2**53 - 1
@@ -213,6 +215,8 @@ def _environment_step(world: op.World, step: Step) -> op.World:
         return evolve(world, checkpoint=op.SavedCheckpoint(0, now))
     if step.kind == "crash":
         return evolve(world, operator=down)
+    if step.kind == "timeout":
+        return world
     return evolve(world, ended=True)
 
 

@@ -1,9 +1,9 @@
 """The observable trace of a run.
 
 A trace is the sequence of events a run leaves: what the environment did (``deliver``,
-``checkpoint``, ``crash``, ``restore``, ``end``), what the operator decided (``accept``,
-``wait``, ``reuse``, ``give-up``, ``invalidate``) and its external and durable effects
-(``tool``, ``save``, ``order``, ``output``). The properties of the contract are
+``checkpoint``, ``crash``, ``restore``, ``timeout``, ``end``), what the operator decided
+(``accept``, ``wait``, ``reuse``, ``give-up``, ``invalidate``) and its external and durable
+effects (``tool``, ``save``, ``order``, ``output``). The properties of the contract are
 predicates over this sequence; an implementation under test reports the same events.
 
 Events that are durable writes or external calls are *effects*: a crash can fall after
@@ -173,11 +173,26 @@ class Restore:
 
 
 @frozen
+class Timeout:
+    """Processing time passed the contract's wait bound, and the operator has acted on
+    it: reported at the end of the ``timeout`` step, after what it released or gave up,
+    when no input may wait any more. ``step_events`` counts the events of the step before
+    this one, so that a trace file says where the step began."""
+
+    kind: ClassVar[str] = "timeout"
+    step_events: int = 0
+
+
+@frozen
 class End:
-    """End of input; ``memory`` is the final memory of every key."""
+    """End of input; ``memory`` is the final memory of every key. Reported last, after
+    what the end of input decided (a recorded input given up, what waited for it run
+    again); ``step_events`` counts those events, so that a trace file says where the
+    step began."""
 
     kind: ClassVar[str] = "end"
     memory: tuple[tuple[Key, tuple[tuple[str, Any], ...]], ...]
+    step_events: int = 0
 
 
 Event = (
@@ -194,6 +209,7 @@ Event = (
     | Checkpoint
     | Crash
     | Restore
+    | Timeout
     | End
 )
 
@@ -213,6 +229,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
         Checkpoint,
         Crash,
         Restore,
+        Timeout,
         End,
     )
 }

@@ -1,7 +1,9 @@
 """The bound of a proof: how many inputs, channels, keys, crashes and replay changes.
 
 A bound is written ``inputs=6,channels=2,keys=2,crashes=2``; ``changes`` (how many
-records a non-replayable channel may lose or change on re-delivery, default 1) and
+records a non-replayable channel may lose or change on re-delivery, default 1),
+``timeouts`` (how many ``timeout`` steps a run may have, default 0: the wait bound
+passes only where asked, for ``bounded-waiting``) and
 ``agents`` (which agents of :data:`replay_contract.model.bounded.AGENTS`, separated by
 ``+``, default all) may be added. Missing dimensions take their default.
 """
@@ -25,6 +27,7 @@ class Bound:
     crashes: int = 2
     changes: int = 1
     agents: tuple[str, ...] = tuple(AGENTS)
+    timeouts: int = 0
 
     def __str__(self) -> str:
         text = (
@@ -32,6 +35,8 @@ class Bound:
         )
         if self.changes != 1:
             text += f",changes={self.changes}"
+        if self.timeouts:
+            text += f",timeouts={self.timeouts}"
         if self.agents != tuple(AGENTS):
             text += f",agents={'+'.join(self.agents)}"
         return text
@@ -43,6 +48,7 @@ class Bound:
             "keys": self.keys,
             "crashes": self.crashes,
             "changes": self.changes,
+            "timeouts": self.timeouts,
             "agents": list(self.agents),
         }
 
@@ -61,7 +67,7 @@ DEFAULT = Bound(inputs=6, channels=2, keys=2, crashes=2)
 ENGINES = ("unrolling", "induction", "parametric")
 DEFAULT_ENGINE = "parametric"
 
-_NUMBERS = ("inputs", "channels", "keys", "crashes", "changes")
+_NUMBERS = ("inputs", "channels", "keys", "crashes", "changes", "timeouts")
 
 #: The largest bound ``verify`` is known to finish (docs/howto/verify.md): the witnesses
 #: and the induction engine's proofs of ``seqnum`` at it take minutes on 2 cores.
@@ -71,7 +77,7 @@ LARGEST_KNOWN = Bound(inputs=8, channels=3, keys=2, crashes=2)
 #: search or its reachability checks grow with the bound; beyond this, each dimension is
 #: far past what any engine has been seen to finish, so the bound is refused before any
 #: work is done instead of left encoding for hours.
-LIMIT = Bound(inputs=12, channels=4, keys=3, crashes=3, changes=2)
+LIMIT = Bound(inputs=12, channels=4, keys=3, crashes=3, changes=2, timeouts=2)
 
 
 def too_large(bound: Bound) -> str | None:
@@ -123,7 +129,7 @@ def parse(text: str, base: Bound = DEFAULT) -> Bound:
             number = int(value)
         except ValueError:
             raise BoundError(f"bound: {name}: expected an integer, got {value!r}") from None
-        low = 0 if name in ("crashes", "changes") else 1
+        low = 0 if name in ("crashes", "changes", "timeouts") else 1
         if number < low:
             raise BoundError(f"bound: {name}: must be at least {low}")
         bound = evolve(bound, **{name: number})  # type: ignore[arg-type]

@@ -41,7 +41,7 @@ from replay_contract.model.trace import Trace
 
 from . import witness
 from .bound import Bound
-from .properties import PROPERTIES, check
+from .properties import BOUNDED_WAITING, PROPERTIES, check
 from .verify import BEHAVIOURS, Counterexample, Result, shrink, simplify, verify_contract
 from .verify import reachability as reachability_of
 
@@ -201,14 +201,15 @@ def _stop(process: Any) -> None:
 def deepen(
     contract: Contract,
     target: Bound,
-    properties: Sequence[str] = PROPERTIES,
+    properties: Sequence[str] | None = None,
     *,
     deadline: float | None = None,
     progress: Progress | None = None,
     found: Found | None = None,
     **kwargs: Any,
 ) -> list[Result]:
-    """Every property of ``properties`` at ``target``, cheapest answers first.
+    """Every property of ``properties`` at ``target`` (default: as
+    :func:`.verify.verify_contract`'s), cheapest answers first.
 
     ``found`` is called with each counterexample as soon as it is known; ``deadline``
     (seconds) stops the proofs, and the properties not decided by then are ``unknown``
@@ -216,6 +217,8 @@ def deepen(
     :func:`.verify.verify_contract` (``timeout``, ``reachability``, ``workers``,
     ``engine``); the reachability checks are made at the target only."""
     started = time.monotonic()
+    if properties is None:  # as verify_contract: bounded-waiting only with a timeout step
+        properties = [p for p in PROPERTIES if target.timeouts or p != BOUNDED_WAITING]
     say = progress or (lambda _: None)
     bounds = ladder(target)
     results: dict[str, Result] = {}

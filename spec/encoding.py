@@ -81,9 +81,9 @@ from .monitors import Monitors
 # phases of the machine
 IDLE, ADVANCE, DONE = 0, 1, 2
 # what follows the advance loop of a key
-AFTER_ARRIVAL, AFTER_RESTORE, AFTER_END, AFTER_NOTHING = 0, 1, 2, 3
-# main steps of a move
-DELIVER, RESTORE, END, NOTHING = 0, 1, 2, 3
+AFTER_ARRIVAL, AFTER_RESTORE, AFTER_END, AFTER_NOTHING, AFTER_TIMEOUT = 0, 1, 2, 3, 4
+# main steps of a move (``timeout`` only in a bound with ``timeouts``)
+DELIVER, RESTORE, END, NOTHING, TIMEOUT = 0, 1, 2, 3, 4
 
 ABSENT = 2**26
 WAITING_ONLY = 2**25
@@ -185,6 +185,8 @@ class Machine:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
         self.n, self.c, self.k, self.f = bound.inputs, bound.channels, bound.keys, bound.crashes
+        #: how many ``timeout`` moves a run may make (:func:`timeout_macro`)
+        self.timeouts: int = getattr(bound, "timeouts", 0)
         self.shape = shape
         self.env = env
         self.epoch = epoch
@@ -236,6 +238,8 @@ class Machine:
         w.array("order", k, 0)
         w.array("order-in", k, False)
         w.scalar("checkpointed", False)
+        if self.timeouts:
+            w.scalar("timeouts", 0)
         self.monitors = Monitors(self.plan, n, k, contract.basis, op, w)
         self.saved = op.copy()
 
@@ -744,7 +748,12 @@ class Machine:
         end_div, done = self.dispatch_end(
             lg.and_(finished, lg.eq(after, AFTER_END)), arg, nxt_key, nxt_in
         )
-        return lg.or_(give_up, end_div), done
+        timeout_div: Sym = False
+        if self.timeouts:
+            timeout_div = self.dispatch_timeout(
+                lg.and_(finished, lg.eq(after, AFTER_TIMEOUT)), arg, nxt_key, nxt_in
+            )
+        return lg.or_(give_up, end_div, timeout_div), done
 
     def dispatch_end(self, happens: Sym, index: Sym, key: Sym, present: Sym) -> tuple[Sym, Sym]:
         """At the end of input, the key at ``index`` of the order (if ``present``) gives
@@ -759,6 +768,32 @@ class Machine:
         done = lg.and_(happens, lg.not_(present))
         w.set("phase", DONE, done)
         return diverges, done
+
+    def waits(self, key: Sym) -> Sym:
+        """Some input of ``key`` waits."""
+        op = self.op
+        return lg.or_(
+            *(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], key)) for r in range(self.n))
+        )
+
+    def dispatch_timeout(self, happens: Sym, index: Sym, key: Sym, present: Sym) -> Sym:
+        """The wait bound passed (:func:`replay_contract.model.recovery.timeout`): the key at
+        ``index`` of the order (if ``present``) gives up what its waiting inputs wait for,
+        if any wait (a divergence), and advances; past the last key the step is over, and
+        the ``timeout`` event lets ``bounded-waiting`` look at what still waits."""
+        op, w = self.op, self.world
+        go = lg.and_(happens, present)
+        expecting = lg.lt(op.at("next", key), op.at("expected-end", key))
+        diverges = lg.and_(go, expecting, self.waits(key))
+        w.set("phase", ADVANCE, go)
+        w.set("key", key, go)
+        w.set("after", AFTER_TIMEOUT, go)
+        w.set("after-arg", lg.add(index, 1), go)
+        over = lg.and_(happens, lg.not_(present))
+        w.set("phase", IDLE, over)
+        w.set("after", AFTER_NOTHING, over)
+        self.monitors.timeout(over, self.shape.key)
+        return diverges
 
     def end_macro(self) -> None:
         """A crash after the chosen effect ends the step; a cut is reached by the end of
@@ -820,7 +855,9 @@ class Machine:
             self.assume(lg.ne(move.main, RESTORE))
         self.assume(lg.implies(lg.and_(idle, up, lg.not_(move.crash)), lg.ne(move.main, RESTORE)))
         self.assume(lg.implies(lg.eq(move.main, NOTHING), nothing))
-        self.assume(lg.and_(lg.le(0, move.main), lg.le(move.main, NOTHING)))
+        self.assume(
+            lg.and_(lg.le(0, move.main), lg.le(move.main, TIMEOUT if self.timeouts else NOTHING))
+        )
         self.assume(lg.le(-1, move.cut))
         self.assume(lg.and_(lg.le(0, move.channel), lg.lt(move.channel, self.c)))
         self.assume(lg.implies(lg.ne(move.main, DELIVER), lg.eq(move.channel, 0)))
@@ -901,9 +938,12 @@ class Machine:
         else:
             done = ending
             w.set("phase", DONE, done)
+        timeout_div: Sym = False
+        if self.timeouts:
+            timeout_div = self.timeout_macro(idle, up, move)
         # the advance loop: one iteration, unless a divergence is already this step's
         # heavy operation
-        heavy = lg.or_(pre_div, end_div)
+        heavy = lg.or_(pre_div, end_div, timeout_div)
         adv = lg.and_(lg.eq(w["phase"], ADVANCE), lg.not_(heavy)) if c.wait else False
         loop = self.loop_state(adv)
         take_head, take_waiting = loop["take_head"], loop["take_waiting"]
@@ -942,6 +982,26 @@ class Machine:
         if t + 1 in self.starts or t + 1 == self.steps:
             self.after_epoch.append((w["phase"], w["up"]))
 
+    def timeout_macro(self, idle: Sym, up: Sym, move: Move) -> Sym:
+        """The ``timeout`` move: at most ``timeouts`` of them, while the operator is up.
+        A contract that waits and gives up on timeout goes through its keys as the end
+        of input does (:meth:`dispatch_timeout`); any other contract does nothing, and
+        the ``timeout`` event comes at once. Whether the first key diverges now."""
+        c, op, w = self.contract, self.op, self.world
+        timing = lg.and_(idle, lg.eq(move.main, TIMEOUT))
+        self.assume(lg.implies(timing, up))
+        w.set("timeouts", lg.add(w["timeouts"], lg.ite(timing, 1, 0)))
+        self.assume(lg.le(w["timeouts"], self.timeouts))
+        if not (c.wait and c.give_up_on_timeout):
+            self.monitors.timeout(timing, self.shape.key)
+            return False
+        inserted = [op.cell("inserted", kk) for kk in range(self.k)]
+        order = self.ordered_keys(inserted)
+        for j, (kk, present) in enumerate(order):
+            w.put("order", j, kk, timing)
+            w.put("order-in", j, present, timing)
+        return self.dispatch_timeout(timing, 0, order[0][0], order[0][1])
+
     def monitors_end(self, done: Sym) -> None:
         if lg._const(done) is False:
             return
@@ -978,7 +1038,11 @@ class Machine:
                 spills = lg.ne(phase, DONE)
             else:
                 following = self.decode[self.starts[e + 1]]
-                goes_on = lg.or_(lg.eq(following["main"], DELIVER), lg.eq(following["main"], END))
+                goes_on = lg.or_(
+                    lg.eq(following["main"], DELIVER),
+                    lg.eq(following["main"], END),
+                    lg.eq(following["main"], TIMEOUT),
+                )
                 spills = lg.and_(
                     up, lg.or_(lg.eq(phase, ADVANCE), lg.and_(lg.eq(phase, IDLE), goes_on))
                 )
@@ -1004,15 +1068,16 @@ def budget(contract: Contract, bound: BoundLike) -> int:
     """Micro-steps per epoch (between two restores), enough for every scenario of the
     bound: ``verify --check-budget`` proves it for a bound, the tests for small ones."""
     n, k = bound.inputs, bound.keys
-    moves = n + 2  # a restore, every record, the end of input
+    # a restore, every record, every timeout, the end of input
+    moves = n + 2 + getattr(bound, "timeouts", 0)
     if not contract.wait:
         return moves
     # with waiting: an accept out of the advance loop per record, and one more
     # micro-step per key (the end of input's divergence of the key, or an iteration of
     # its loop that finds nothing to do); the end of a loop is folded into the next
     # micro-step (measured tight at small bounds by ``check_budget``: one micro-step
-    # fewer is short)
-    return moves + n + k
+    # fewer is short); a timeout takes a micro-step per key too
+    return moves + n + k * (1 + getattr(bound, "timeouts", 0))
 
 
 def first_budget(contract: Contract, bound: BoundLike) -> int:
@@ -1020,8 +1085,8 @@ def first_budget(contract: Contract, bound: BoundLike) -> int:
     the bound. Nothing is recovering before the first restore, so nothing waits: every
     record is accepted as it is delivered, then the end of input; with waiting, the end
     of input also takes its micro-step per key."""
-    n, k = bound.inputs, bound.keys
-    return n + 1 + (k if contract.wait else 0)
+    n, k, timeouts = bound.inputs, bound.keys, getattr(bound, "timeouts", 0)
+    return n + 1 + timeouts + (k * (1 + timeouts) if contract.wait else 0)
 
 
 # -- drivers -------------------------------------------------------------------------
@@ -1144,7 +1209,9 @@ def moves_of(steps: Any, channel_of: dict[str, int]) -> list[Move]:
         elif step.kind == "crash":
             crash = True
         else:
-            main = {"deliver": DELIVER, "restore": RESTORE, "end": END}[step.kind]
+            main = {"deliver": DELIVER, "restore": RESTORE, "end": END, "timeout": TIMEOUT}[
+                step.kind
+            ]
             cut = -1 if step.crash_after is None else step.crash_after
             ch = channel_of[step.record] if step.record else 0
             moves.append(Move(checkpoint, crash, main, ch, cut))

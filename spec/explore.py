@@ -6,8 +6,8 @@ For one scenario and contract, :func:`explore` runs
   each channel's order (the records delivered stay the same; only their interleaving
   changes), and,
 - with ``crash_points``, a crash after every effect of every delivery of the schedule,
-  each followed by a restore and by every interleaving of every channel's whole
-  remaining suffix,
+  each followed by a restore, by every interleaving of every channel's whole
+  remaining suffix and by a ``timeout`` (the wait bound passes before the input ends),
 
 and checks every property on every run. It reports how many runs it explored and, for
 each property, the first run that breaks it as a scenario of its own. It is the
@@ -176,7 +176,8 @@ def remaining(world: World) -> list[list[str]]:
 
 
 def crash_variants(scenario: Scenario, contract: Contract) -> Iterator[tuple[Step, ...]]:
-    """A crash after each effect of each delivery, then every full re-delivery."""
+    """A crash after each effect of each delivery, then every full re-delivery, then the
+    wait bound passing (``timeout``) before the end of input."""
     world = World(scenario.topology, scenario.agent, contract)
     for i, step in enumerate(scenario.schedule):
         if step.kind == "deliver" and step.crash_after is None and world.operator.up:
@@ -187,7 +188,7 @@ def crash_variants(scenario: Scenario, contract: Contract) -> Iterator[tuple[Ste
                 restored = apply(crashed, Step("restore"))
                 prefix = (*scenario.schedule[:i], Step("deliver", step.record, n), Step("restore"))
                 for order in interleavings(remaining(restored)):
-                    yield (*prefix, *(Step("deliver", r) for r in order))
+                    yield (*prefix, *(Step("deliver", r) for r in order), Step("timeout"))
         if world.ended:
             break
         world = apply(world, step)

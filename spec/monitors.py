@@ -1,10 +1,10 @@
-"""The six properties, translated into monitors over the events of the encoding.
+"""The seven properties, translated into monitors over the events of the encoding.
 
 :mod:`.properties` defines each property once, as a predicate over a finished trace.
 Here each one is restated as a monitor: a little state that the encoding updates at
 every event it produces (``deliver``, ``accept``, ``reuse``, ``tool``, ``save``,
-``output``, ``invalidate``, ``checkpoint``, ``restore``, ``end``), and a flag that is set
-when the predicate would fail. Every update is guarded by the condition that the event
+``output``, ``invalidate``, ``checkpoint``, ``restore``, ``timeout``, ``end``), and a flag
+that is set when the predicate would fail. Every update is guarded by the condition that the event
 happens (and is not cut off by a crash), so the same code watches one concrete run or
 every run of a bound at once.
 
@@ -26,6 +26,7 @@ from .agentterms import Plan, history_term, run_input
 from .cells import Cells
 from .logic import NONE, Sym
 from .properties import (
+    BOUNDED_WAITING,
     COMPLETE_REUSE,
     DIVERGENCE_SAFEGUARD,
     EQUIVALENT_OUTCOME,
@@ -148,6 +149,16 @@ class Monitors:
     def invalidate(self, kept: Sym, key: Sym, target: Sym, voids_some: Sym) -> None:
         # key-isolation: a divergence of one key voids completions of another
         self._break(KEY_ISOLATION, lg.and_(kept, lg.ne(key, target), voids_some))
+
+    def timeout(self, happens: Sym, key_of: list[Sym]) -> None:
+        """The ``timeout`` event: no input may still wait (bounded-waiting). What waits
+        is the operator's keyed state, as the predicate's timeline has it. A key with a
+        recorded input that has not come back is outside complete-reuse from now on."""
+        waiting = lg.or_(*(self.op.cell("waiting", r) for r in range(self.inputs)))
+        self._break(BOUNDED_WAITING, lg.and_(happens, waiting))
+        for r in range(self.inputs):
+            left = lg.and_(happens, self.world.cell("outstanding", r))
+            self.world.put("unclean", key_of[r], True, left)
 
     def restore(self, happens: Sym, saved: Cells) -> None:
         """Before the operator's state is replaced by the checkpoint's: the inputs

@@ -1,4 +1,4 @@
-"""The six properties of the replay contract, each a predicate over a trace.
+"""The seven properties of the replay contract, each a predicate over a trace.
 
 Every predicate returns a :class:`Verdict`: whether the property holds and, when it
 does not, the witness (the indexes of the trace events that show the violation) and a
@@ -29,6 +29,7 @@ NO_LOST_INPUT = "no-lost-input"
 EQUIVALENT_OUTCOME = "equivalent-outcome"
 DIVERGENCE_SAFEGUARD = "divergence-safeguard"
 COMPLETE_REUSE = "complete-reuse"
+BOUNDED_WAITING = "bounded-waiting"
 
 PROPERTIES = (
     NO_STALE_REUSE,
@@ -37,6 +38,7 @@ PROPERTIES = (
     EQUIVALENT_OUTCOME,
     DIVERGENCE_SAFEGUARD,
     COMPLETE_REUSE,
+    BOUNDED_WAITING,
 )
 
 Input = tuple[str, str]  # identity, digest
@@ -467,8 +469,9 @@ def complete_reuse(trace: t.Trace) -> Verdict:
 
     An input is *recorded* when it was accepted in a timeline that a restore rolled
     back; it *comes back* when it is accepted again after that restore with the same
-    digest. A key one of whose recorded inputs never comes back, or comes back changed,
-    is outside this property (its saved suffix may have to run again).
+    digest. A key one of whose recorded inputs never comes back, comes back changed, or
+    has not come back when the wait bound passes (a ``timeout``: the contract may give it
+    up then) is outside this property (its saved suffix may have to run again).
     """
     outstanding: dict[K, dict[str, str]] = {}
     unclean: set[K] = set()
@@ -483,6 +486,8 @@ def complete_reuse(trace: t.Trace) -> Verdict:
             waiting = outstanding.get(_k(e.key), {})
             if e.identity in waiting and waiting.pop(e.identity) != e.digest:
                 unclean.add(_k(e.key))
+        elif isinstance(e, t.Timeout):
+            unclean.update(k for k, v in outstanding.items() if v)
     unclean.update(k for k, v in outstanding.items() if v)
     for s, i in repeated_tool_calls(trace):
         call = trace.events[i]
@@ -499,6 +504,41 @@ def complete_reuse(trace: t.Trace) -> Verdict:
     return _holds(COMPLETE_REUSE)
 
 
+# -- bounded-waiting --------------------------------------------------------------------
+
+
+def bounded_waiting(trace: t.Trace) -> Verdict:
+    """No input still waits when processing time has passed the contract's wait bound
+    (a ``timeout`` event, which closes the step that acted on it): how long an input
+    waits is bounded by time, whether or not more input arrives.
+
+    Waiting belongs to the operator's keyed state: a checkpoint saves which inputs wait,
+    a restore brings that back (inputs delivered after the checkpoint come again)."""
+    waiting: dict[str, int] = {}  # identity -> index of its wait event
+    saved: dict[int, dict[str, int]] = {0: {}}
+    for i, e in enumerate(trace.events):
+        if isinstance(e, t.Wait):
+            waiting[e.identity] = i
+        elif isinstance(e, t.Accept):
+            waiting.pop(e.identity, None)
+        elif isinstance(e, t.Checkpoint):
+            saved[e.checkpoint] = dict(waiting)
+        elif isinstance(e, t.Restore):
+            waiting = dict(saved.get(e.checkpoint, {}))
+        elif isinstance(e, t.Timeout) and waiting:
+            first = min(waiting.values())
+            wait = trace.events[first]
+            assert isinstance(wait, t.Wait)
+            return Verdict(
+                BOUNDED_WAITING,
+                False,
+                (first, i),
+                f"{wait.identity} of key {key_text(wait.key)} still waits for "
+                f"{wait.awaiting or 'its recorded predecessor'} after the wait bound passed",
+            )
+    return _holds(BOUNDED_WAITING)
+
+
 CHECKS: dict[str, Callable[[t.Trace], Verdict]] = {
     NO_STALE_REUSE: no_stale_reuse,
     KEY_ISOLATION: key_isolation,
@@ -506,6 +546,7 @@ CHECKS: dict[str, Callable[[t.Trace], Verdict]] = {
     EQUIVALENT_OUTCOME: equivalent_outcome,
     DIVERGENCE_SAFEGUARD: divergence_safeguard,
     COMPLETE_REUSE: complete_reuse,
+    BOUNDED_WAITING: bounded_waiting,
 }
 
 

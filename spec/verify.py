@@ -47,7 +47,7 @@ from . import logic as lg
 from .agentterms import Plan
 from .bound import ENGINES, Bound
 from .induction import Check, ClassOutcome, Outcome
-from .properties import COMPLETE_REUSE, PROPERTIES, check, check_all
+from .properties import BOUNDED_WAITING, COMPLETE_REUSE, PROPERTIES, check, check_all
 from .workers import Key, Workers
 
 VERDICTS = ("proved", "counterexample", "unknown")
@@ -240,6 +240,8 @@ def decode(problem: Problem, model: z3.ModelRef) -> tuple[bounded.Shape, list[St
             steps.append(Step("deliver", bounded.record_name(value(info["record"])), crash_after))
         elif main == enc.RESTORE:
             steps.append(Step("restore", None, crash_after))
+        elif main == enc.TIMEOUT:
+            steps.append(Step("timeout"))
         else:
             break
     assert len(shape.channel) == n
@@ -415,14 +417,16 @@ def shrink(scenario: Scenario, contract: Contract, prop: str) -> list[Step]:
 def verify_contract(
     contract: Contract,
     bound: Bound,
-    properties: Sequence[str] = PROPERTIES,
+    properties: Sequence[str] | None = None,
     timeout: float | None = 600.0,
     reachability: bool = True,
     progress: Progress | None = None,
     workers: int | None = None,
     engine: str = "unrolling",
 ) -> list[Result]:
-    """Every property of ``properties`` for one contract at one bound.
+    """Every property of ``properties`` for one contract at one bound (default: all of
+    them, but ``bounded-waiting`` only at a bound with a ``timeout`` step; asked for at a
+    bound without one, it is ``unknown``, vacuous).
 
     Each agent of the bound is its own encoding and solver; with more than one worker
     (default: one per agent, at most one per core) they run in parallel processes.
@@ -435,6 +439,8 @@ def verify_contract(
     leave goes on as with ``induction``.
     """
     global _progress
+    if properties is None:
+        properties = [p for p in PROPERTIES if bound.timeouts or p != BOUNDED_WAITING]
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     _progress = progress  # forked workers inherit it and report as they go
@@ -505,6 +511,9 @@ def verify_contract(
         if r.verdict == "proved" and reachability and missing:
             r.verdict = "unknown"
             r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
+        if r.verdict == "proved" and r.property == BOUNDED_WAITING and not bound.timeouts:
+            r.verdict = "unknown"
+            r.reason = "vacuous: the bound has no timeout step (add timeouts=1 to the bound)"
     return list(results.values())
 
 

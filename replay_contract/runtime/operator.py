@@ -87,7 +87,7 @@ class RuntimeOperator:
         pipelined: bool = False,
     ) -> None:
         self.capabilities = Capabilities(
-            contracts=claims, crash_points=True, non_replayable=True, rescaling=False
+            contracts=claims, crash_points=True, non_replayable=True, rescaling=False, timeout=True
         )
         self.backend = backend
         self.keep_namespaces = keep_namespaces
@@ -157,6 +157,10 @@ class RuntimeOperator:
 
     def restore(self) -> None:
         self._guarded(self._restore, "restore", require_up=False)
+
+    def wait_bound_passed(self) -> None:
+        """Processing time passed the contract's wait bound (the ``timeout`` step)."""
+        self._guarded(lambda: recovery.timeout(self), "timeout")
 
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         def finish() -> None:

@@ -41,6 +41,7 @@ BUGS = {
     "waiting-not-checkpointed": ("ordered", "a checkpoint leaves out the waiting inputs"),
     "give-up-keeps-suffix": ("ordered", "giving up invalidates nothing"),
     "end-keeps-waiting": ("ordered", "the end of input gives nothing up"),
+    "ignores-timeout": ("ordered", "the wait bound passing gives nothing up"),
     "no-invalidate-on-miss": ("seqnum", "a miss does not invalidate the later entries"),
     "reuse-any-position": ("seqnum", "a completion is reused at whatever position"),
     "positions-not-checkpointed": ("seqnum", "a restore starts every key's positions at 0"),
@@ -359,6 +360,18 @@ class Operator:
         for key in keys.values():
             self.advance(key)
 
+    def timeout(self) -> None:
+        for ks in list(self.keys.values()):
+            if (
+                ks["waiting"]
+                and ks["expected"]
+                and self.c.get("give_up_on_timeout", True)
+                and BUG != "ignores-timeout"
+            ):
+                head = ks["expected"][0]
+                self.diverge(ks["key"], head["position"], head["identity"], "wait bound")
+                self.advance(ks["key"])
+
     def end(self) -> list[dict[str, Any]]:
         for ks in list(self.keys.values()):
             if ks["expected"] and BUG != "end-keeps-waiting":
@@ -396,6 +409,7 @@ def main() -> int:
                 "crash_points": True,
                 "non_replayable": True,
                 "rescaling": False,
+                "timeout": True,
             },
         }
     )
@@ -417,6 +431,8 @@ def main() -> int:
                 op.crash()
             elif kind == "restore":
                 op.restore()
+            elif kind == "timeout":
+                op.timeout()
             elif kind == "end":
                 done = {"memory": op.end()}
             elif kind != "close":

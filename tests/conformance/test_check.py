@@ -52,6 +52,25 @@ def index_of(lines: list[dict[str, Any]], event: str, identity: str, after: str 
     )
 
 
+def test_a_timeout_counts_its_events_so_check_tells_when_a_key_gave_up(tmp_path: Path) -> None:
+    """``timeout`` reports its event last; the event counts the decisions before it, so
+    a recorded run says which step gave up: ordered's run passes, and a variant that gives
+    up at once (at the delivery, before the timeout) has the same events in the same order
+    but fails, at the step where it differs."""
+    from replay_contract.model.mutants import MUTANTS
+
+    scenario = catalogue.builtin("lost-last-of-split-timeout")
+    ordered = write(
+        tmp_path / "ordered.ndjson", scenario, ORDERED, simulate(scenario, ORDERED).world.events
+    )
+    assert check(read(ordered)).verdict == PASS
+    impatient = simulate(scenario, MUTANTS["ordered-impatient"]).world.events
+    early = write(tmp_path / "early.ndjson", scenario, ORDERED, impatient)
+    j = check(read(early))
+    assert j.verdict == FAIL
+    assert j.difference is not None and "deliver B" in j.difference
+
+
 @pytest.mark.parametrize(
     ("name", "contract"),
     [(n, c) for c in (SEQNUM, ORDERED) for n in catalogue.names()],
@@ -272,13 +291,16 @@ def test_a_contract_given_as_json_is_read() -> None:
     assert judged(lines).verdict == PASS
 
 
-def test_the_end_of_inputs_decisions_are_judged_as_the_ends() -> None:
-    # the give-up at the end comes before the ``end`` line; dropping it is a difference
-    # in the end step, not in the last delivery
+def test_the_end_counts_its_events_so_check_tells_when_a_key_gave_up() -> None:
+    """The end of input's give-up comes before the ``end`` line, which counts it: the
+    model's run passes; the same events with the give-up at B's delivery (an end that
+    counts none) fail there; a dropped give-up fails."""
     lines = recorded(catalogue.builtin("lost-input-at-end"), ORDERED)
+    end = lines[-1]
+    assert end["event"] == "end" and end["step_events"] > 0
     assert judged(lines).verdict == PASS
+    early = judged([*lines[:-1], {**end, "step_events": 0}])
+    assert early.verdict == FAIL
+    assert early.difference is not None and "deliver B" in early.difference
     cut = [line for line in lines if line.get("event") != "give-up"]
-    verdict = judged(cut)
-    assert verdict.verdict == FAIL
-    assert verdict.difference is not None and "(end)" in verdict.difference
-    assert "give up A" in verdict.difference
+    assert judged([*cut[:-1], {**end, "step_events": end["step_events"] - 1}]).verdict == FAIL

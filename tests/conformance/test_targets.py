@@ -91,6 +91,7 @@ def _properties() -> tuple[str, ...]:
         ("ordered-invalidate-every-key", "divergence-beside-other-key", "key-isolation"),
         ("ordered-volatile-invalidation", "divergence-then-crash", "no-stale-reuse"),
         ("ordered-impatient", "reversed-interleaving", "complete-reuse"),
+        ("ordered-ignores-timeout", "lost-last-of-split-timeout", "bounded-waiting"),
     ],
 )
 def test_mutant_fails_on_the_scenario_that_targets_it(
@@ -170,3 +171,20 @@ def test_a_broken_build_over_the_process_protocol_fails(
     assert status == 1
     assert result["property"] == "no-stale-reuse"
     assert "B waits for A" in result["difference"]
+
+
+def test_the_timeout_scenario_passes_on_the_model_and_is_skipped_without_the_capability() -> None:
+    from attrs import evolve
+
+    from replay_contract.conformance.judge import judge
+    from replay_contract.conformance.model_target import ModelImplementation
+    from replay_contract.model.catalogue import builtin
+    from replay_contract.model.contracts import ORDERED
+
+    scenario = builtin("lost-last-of-split-timeout")
+    assert judge(ModelImplementation(), scenario, ORDERED).verdict == "passed"
+    without = ModelImplementation()
+    without.capabilities = evolve(without.capabilities, timeout=False)
+    result = judge(without, scenario, ORDERED)
+    assert result.verdict == "skipped"
+    assert "needs a timeout step" in result.reason

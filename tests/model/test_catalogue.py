@@ -116,6 +116,23 @@ def test_every_mutant_of_ordered_is_caught_by_the_catalogue(mutant: str) -> None
         assert differs == ["give-up-after-bound"]
 
 
+def test_a_timeout_releases_a_key_whose_lost_record_was_the_last_of_its_split() -> None:
+    s = summary("lost-last-of-split-timeout", "ordered")
+    assert s["violations"] == []
+    assert s["waited"] == 1  # B waits for A; C, after the timeout, does not
+    ignoring = figures(
+        simulate(builtin("lost-last-of-split-timeout"), MUTANTS["ordered-ignores-timeout"])
+    )
+    assert ignoring["violations"] == ["bounded-waiting"]
+    assert ignoring["waited"] == 2
+
+
+def test_the_explorer_catches_a_contract_that_ignores_timeouts() -> None:
+    e = explore(builtin("lost-input-at-end"), MUTANTS["ordered-ignores-timeout"], crash_points=True)
+    assert e.broken() == ["bounded-waiting"]
+    assert explore(builtin("lost-input-at-end"), ORDERED, crash_points=True).findings == ()
+
+
 def test_explorer_findings_replay_as_scenario_files(tmp_path) -> None:
     from replay_contract.model.scenario import load
 

@@ -35,6 +35,12 @@ def kinds(trace: t.Trace, verdict: p.Verdict) -> list[type]:
             "ordered-invalidate-every-key",
             [t.Invalidate],
         ),
+        (
+            p.BOUNDED_WAITING,
+            "lost-last-of-split-timeout",
+            "ordered-ignores-timeout",
+            [t.Wait, t.Timeout],
+        ),
     ],
 )
 def test_violation_has_a_witness(
@@ -92,3 +98,65 @@ def test_read_set_basis_judges_reads_not_history() -> None:
     assert p.no_stale_reuse(trace).holds
     as_history = attrs.evolve(trace, basis="history")
     assert not p.no_stale_reuse(as_history).holds
+
+
+# -- bounded-waiting ----------------------------------------------------------------------
+
+
+def _events(*events: t.Event) -> t.Trace:
+    return t.Trace(builtin("lost-last-of-split-timeout").agent, "history", events)
+
+
+B = t.Deliver("B", "K", "upstream-2", 0, "b", "b")
+WAIT_B = t.Wait("K", "B", "A")
+ACCEPT_B = t.Accept("K", 0, "B", "b")
+
+
+def test_bounded_waiting_holds_where_the_timeout_releases_the_key() -> None:
+    trace = trace_of("lost-last-of-split-timeout", "ordered")
+    assert p.bounded_waiting(trace).holds
+    timeout = next(i for i, e in enumerate(trace.events) if isinstance(e, t.Timeout))
+    wait = next(i for i, e in enumerate(trace.events) if isinstance(e, t.Wait))
+    between = trace.events[wait:timeout]
+    assert [type(e) for e in between if isinstance(e, t.GiveUp | t.Accept)] == [t.GiveUp, t.Accept]
+
+
+def test_bounded_waiting_catches_a_timeout_that_releases_nothing() -> None:
+    trace = trace_of("lost-last-of-split-timeout", "ordered")
+    wait = next(i for i, e in enumerate(trace.events) if isinstance(e, t.Wait))
+    timeout = next(i for i, e in enumerate(trace.events) if isinstance(e, t.Timeout))
+    released_later = (
+        *trace.events[: wait + 1],
+        trace.events[timeout],
+        *trace.events[wait + 1 : timeout],
+        *trace.events[timeout + 1 :],
+    )
+    verdict = p.bounded_waiting(attrs.evolve(trace, events=released_later))
+    assert not verdict.holds
+    assert verdict.witness == (wait, wait + 1)
+    assert "B of key K still waits for A" in verdict.explanation
+
+
+def test_bounded_waiting_judges_the_waiting_a_restore_brings_back() -> None:
+    """What waits is keyed state: a checkpoint taken while B waits brings B back as
+    waiting after a restore, and the bound holds for it too; B delivered after the
+    checkpoint is rolled back (it comes again), so a timeout owes it nothing."""
+    kept = _events(B, WAIT_B, t.Checkpoint(1), t.Crash(), t.Restore(1), t.Timeout(), t.End(()))
+    verdict = p.bounded_waiting(kept)
+    assert not verdict.holds and verdict.witness == (1, 5)
+    rolled_back = _events(t.Checkpoint(1), B, WAIT_B, t.Crash(), t.Restore(1), t.Timeout())
+    assert p.bounded_waiting(rolled_back).holds
+    released = _events(B, WAIT_B, t.GiveUp("K", 0, "A", "x"), ACCEPT_B, t.Timeout(), t.End(()))
+    assert p.bounded_waiting(released).holds
+
+
+def test_bounded_waiting_asks_nothing_without_a_timeout() -> None:
+    assert p.bounded_waiting(_events(B, WAIT_B, t.Checkpoint(1), t.End(()))).holds
+
+
+@pytest.mark.parametrize("contract", sorted(CONTRACTS))
+def test_no_published_contract_waits_past_a_timeout_in_the_catalogue(contract: str) -> None:
+    from replay_contract.model.catalogue import all_builtin
+
+    for scenario in all_builtin():
+        assert p.bounded_waiting(simulate(scenario, CONTRACTS[contract]).trace).holds

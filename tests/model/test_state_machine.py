@@ -19,6 +19,7 @@ from replay_contract.model import trace as t
 from replay_contract.model.contracts import ORDERED, SEQNUM, Contract
 from replay_contract.model.errors import ScenarioError
 from replay_contract.spec.properties import (
+    BOUNDED_WAITING,
     COMPLETE_REUSE,
     KEY_ISOLATION,
     NO_STALE_REUSE,
@@ -78,6 +79,11 @@ class ModelMachine(RuleBasedStateMachine):
     def crash(self) -> None:
         self.apply(op.crash)
 
+    @precondition(lambda self: self.any_world.operator.up)
+    @rule()
+    def timeout(self) -> None:
+        self.apply(op.timeout)
+
     @precondition(lambda self: not self.any_world.operator.up)
     @rule(crash=st.one_of(st.none(), st.integers(0, 3)))
     def restore(self, crash) -> None:
@@ -97,7 +103,7 @@ class ModelMachine(RuleBasedStateMachine):
     def prefix_properties_hold(self) -> None:
         for name, world in self.worlds.items():
             trace = t.Trace(world.agent, world.contract.basis, world.events)
-            for prop in (NO_STALE_REUSE, KEY_ISOLATION):
+            for prop in (NO_STALE_REUSE, KEY_ISOLATION, BOUNDED_WAITING):
                 if prop not in ALLOWED[name]:
                     verdict = check(prop, trace)
                     assert verdict.holds, (name, verdict.explanation)

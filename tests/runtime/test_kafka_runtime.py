@@ -35,6 +35,11 @@ def test_completion_ids_are_offsets_equal_to_the_models_log_indexes(backend) -> 
     assert run.events == simulate(scenario, ORDERED).world.events
 
 
+def test_a_timeout_releases_a_key_whose_lost_record_was_the_last_of_its_split(backend) -> None:  # type: ignore[no-untyped-def]
+    result = judged(backend, builtin("lost-last-of-split-timeout"), ORDERED)
+    assert (result.tool_calls, result.repeated) == (4, 1)
+
+
 @pytest.mark.parametrize("contract", [ORDERED, SEQNUM], ids=lambda c: c.name)
 def test_awkward_keys_stay_apart_in_the_real_topic(backend, contract) -> None:  # type: ignore[no-untyped-def]
     scenario = awkward_keys()

@@ -120,3 +120,20 @@ def test_a_crashed_runtime_keeps_nothing_in_memory() -> None:
     expected, _ = run_without_failure(scenario.agent, {}, record)
     assert impl.end() == {record.key: expected}
     impl.close()
+
+
+def test_a_timeout_releases_the_key_the_same_way_as_the_model() -> None:
+    """The lost record was the last of its split: only the wait bound can release B.
+    The runtime gives A up within the timeout step, event for event like the model; a
+    variant that ignores timeouts keeps B waiting and breaks bounded-waiting."""
+    scenario = builtin("lost-last-of-split-timeout")
+    run = observe(RuntimeOperator(MemoryBackend()), scenario, ORDERED)
+    assert run.error is None
+    assert run.events == simulate(scenario, ORDERED).world.events
+    _, events = next((s, es) for s, es in run.steps if s.kind == "timeout")
+    assert [type(e) for e in events][:3] == [t.GiveUp, t.Invalidate, t.Accept]
+    assert isinstance(events[-1], t.Timeout)
+    ignoring = MUTANTS["ordered-ignores-timeout"]
+    stuck = observe(RuntimeOperator(MemoryBackend(), claims=(ignoring.name,)), scenario, ignoring)
+    _, events = next((s, es) for s, es in stuck.steps if s.kind == "timeout")
+    assert [type(e) for e in events] == [t.Timeout]

@@ -6,7 +6,7 @@ from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.run import simulate
 from replay_contract.spec import manifest
 from replay_contract.spec.bound import DEFAULT
-from replay_contract.spec.properties import PROPERTIES, check
+from replay_contract.spec.properties import BOUNDED_WAITING, PROPERTIES, check
 
 
 def test_manifest_covers_every_contract_and_property() -> None:
@@ -20,7 +20,25 @@ def test_manifest_covers_every_contract_and_property() -> None:
 
 
 def test_verify_defaults_to_the_manifests_bound() -> None:
-    assert {e.bound for e in manifest.load()} == {DEFAULT}
+    """Every verdict at the default bound, but bounded-waiting's: that needs a bound with
+    a timeout step (at the default, without one, verify calls it vacuous)."""
+    entries = manifest.load()
+    assert {e.bound for e in entries if e.property != BOUNDED_WAITING} == {DEFAULT}
+    assert all(e.bound.timeouts >= 1 for e in entries if e.property == BOUNDED_WAITING)
+
+
+def test_the_variant_that_ignores_timeouts_has_its_counterexample() -> None:
+    """spec/counterexamples/ordered-ignores-timeout-bounded-waiting.json, found by verify,
+    replays through the model: the variant waits past the timeout, ordered does not."""
+    from replay_contract.model.mutants import MUTANTS
+    from replay_contract.model.scenario import load
+
+    scenario = load(
+        manifest.ROOT / "counterexamples" / "ordered-ignores-timeout-bounded-waiting.json"
+    )
+    ignoring = simulate(scenario, MUTANTS["ordered-ignores-timeout"])
+    assert not check(BOUNDED_WAITING, ignoring.trace).holds
+    assert check(BOUNDED_WAITING, simulate(scenario, CONTRACTS["ordered"]).trace).holds
 
 
 def test_counterexample_files_replay() -> None:

@@ -210,3 +210,14 @@ def test_the_unrolling_is_long_enough(name: str) -> None:
     contract = {**CONTRACTS, **MUTANTS}[name]
     budget = check_budget(contract, parse("inputs=2,channels=2,keys=1,crashes=1"))
     assert set(budget.values()) == {"enough"}, budget
+
+
+def test_bounded_waiting_without_a_timeout_in_the_bound_is_vacuous() -> None:
+    from replay_contract.model.contracts import ORDERED as ordered
+    from replay_contract.spec.bound import parse as parse_bound
+    from replay_contract.spec.verify import verify_contract as verify_one
+
+    bound = parse_bound("inputs=2,channels=2,keys=1,crashes=1")
+    (result,) = verify_one(ordered, bound, ["bounded-waiting"], timeout=120, engine="unrolling")
+    assert result.verdict == "unknown"
+    assert "no timeout step" in result.reason
