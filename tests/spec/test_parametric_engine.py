@@ -29,7 +29,9 @@ def test_ordered_has_a_step_for_each_of_its_six_properties() -> None:
     jobs = pe.plan(ORDERED, WIDE, PROPERTIES)
     agents = [a for a in WIDE.agents if a in pe.ENTRIES]
     assert agents, WIDE.agents
-    assert served(jobs) == {(a, p) for a in agents for p in PROPERTIES}
+    # bounded-waiting (the timeout step) has no parametric step: induction or the unrolling
+    six = [p for p in PROPERTIES if p != "bounded-waiting"]
+    assert served(jobs) == {(a, p) for a in agents for p in six}
     # complete-reuse rests on both halves: the store's and the excuse
     halves = {j.model for j, pairs in jobs.items() if (agents[0], "complete-reuse") in pairs}
     assert halves == {"ordered", "complete", "lost"}
