@@ -1,8 +1,12 @@
 """``replay-contract bench``: throughput and recovery of the runtime on a store backend.
 
-For each backend: the throughput of ``ordered`` and ``seqnum`` on the same server in one
-run (the median of ``--repeat`` alternating runs each) and their ratio, durable writes
-and round trips per input; recovery time as a function of the inputs replayed for one key;
+For each backend: the throughput of ``ordered`` and ``seqnum`` on the same server and on
+the memory store (the ceiling of the runtime itself), in ``--repeat`` rounds that run the
+four alternately; each round gives the ratio of ``ordered`` to ``seqnum`` and the
+backend's share of the ceiling, by wall clock and by CPU time per input, and the report
+has the median of each over the rounds (a load that changes between rounds moves both
+sides of a round's ratio alike); durable writes and round trips per input; recovery time
+as a function of the inputs replayed for one key;
 and recovery time as the namespace grows before the checkpoint's marker (recovery figures
 are the median of ``--repeat`` runs too). Progress goes to
 stderr; stdout gets tables, or JSON with ``--json``. Backends come from
@@ -49,8 +53,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--repeat",
         type=positive_int,
-        default=3,
-        help="throughput runs per contract, alternating (default: 3)",
+        default=5,
+        help="rounds of the throughput runs (each contract on the backend and on the "
+        "memory store, alternating), and runs of each other figure (default: 5)",
     )
     parser.add_argument(
         "--replayed",
@@ -146,23 +151,65 @@ def measure(
     pads: list[int],
 ) -> dict[str, Any]:
     from replay_contract.runtime import bench
+    from replay_contract.runtime.memory_store import MemoryBackend
 
-    runs: dict[str, list[bench.Throughput]] = {SEQNUM.name: [], ORDERED.name: []}
+    memory = MemoryBackend()
+    ceiling_is_own = isinstance(backend, MemoryBackend) and not backend.lag
+    contracts = (SEQNUM, ORDERED)
+    runs: dict[tuple[str, str], list[bench.Throughput]] = {}
     for i in range(repeat):
-        for contract in (SEQNUM, ORDERED) if i % 2 == 0 else (ORDERED, SEQNUM):
-            progress(
-                f"{name}: throughput {contract.name} run {i + 1}/{repeat} "
-                f"({inputs} inputs, {keys} keys)"
-            )
-            runs[contract.name].append(bench.throughput(backend, contract, inputs, keys))
-    medians = {c: statistics.median(r.per_second for r in rs) for c, rs in runs.items()}
-    throughput = []
-    for contract_name, rs in runs.items():
-        row = rs[len(rs) // 2].to_json()
-        row["inputs_per_s"] = round(medians[contract_name], 1)
-        row["runs_inputs_per_s"] = [round(r.per_second, 1) for r in rs]
-        throughput.append(row)
-    ratio = medians[ORDERED.name] / medians[SEQNUM.name]
+        for contract in contracts if i % 2 == 0 else contracts[::-1]:
+            for on, where in ((backend, "own"), (memory, "memory")):
+                if where == "memory" and ceiling_is_own:
+                    runs[(where, contract.name)] = runs[("own", contract.name)]
+                    continue
+                progress(
+                    f"{name}: throughput {contract.name} on "
+                    f"{name if where == 'own' else 'memory (the ceiling)'} "
+                    f"round {i + 1}/{repeat} ({inputs} inputs, {keys} keys)"
+                )
+                runs.setdefault((where, contract.name), []).append(
+                    bench.throughput(on, contract, inputs, keys)
+                )
+
+    def rounds(where: str, contract: str, cpu: bool = False) -> list[float]:
+        return [r.cpu_us_per_input if cpu else r.per_second for r in runs[(where, contract)]]
+
+    def median_row(where: str, contract: str) -> dict[str, Any]:
+        rs = runs[(where, contract)]
+        row = sorted(rs, key=lambda r: r.per_second)[len(rs) // 2].to_json()
+        row["inputs_per_s"] = round(statistics.median(rounds(where, contract)), 1)
+        row["cpu_us_per_input"] = round(statistics.median(rounds(where, contract, True)), 2)
+        row["runs_inputs_per_s"] = [round(x, 1) for x in rounds(where, contract)]
+        row["runs_cpu_us_per_input"] = [round(x, 2) for x in rounds(where, contract, True)]
+        return row
+
+    def ratio(a: list[float], b: list[float]) -> float:
+        """The median over the rounds of ``a / b``."""
+        return round(statistics.median(x / y if y else 0.0 for x, y in zip(a, b, strict=True)), 3)
+
+    s_name, o_name = SEQNUM.name, ORDERED.name
+    throughput = [median_row("own", c.name) for c in contracts]
+    ceiling = {
+        "inputs": inputs,
+        "keys": keys,
+        "memory_inputs_per_s": {
+            c: round(statistics.median(rounds("memory", c)), 1) for c in (s_name, o_name)
+        },
+        "memory_cpu_us_per_input": {
+            c: round(statistics.median(rounds("memory", c, True)), 2) for c in (s_name, o_name)
+        },
+        "inputs_per_s": {r["contract"]: r["inputs_per_s"] for r in throughput},
+        "cpu_us_per_input": {r["contract"]: r["cpu_us_per_input"] for r in throughput},
+        # the backend's throughput over the memory store's, and the memory store's CPU
+        # time per input over the backend's: the backend's share of the ceiling
+        "share_of_ceiling": {
+            c: ratio(rounds("own", c), rounds("memory", c)) for c in (s_name, o_name)
+        },
+        "cpu_share_of_ceiling": {
+            c: ratio(rounds("memory", c, True), rounds("own", c, True)) for c in (s_name, o_name)
+        },
+    }
 
     def recovery(contract: Any, n: int, pad: int) -> dict[str, Any]:
         """The median run (by recovery time) of ``repeat``."""
@@ -188,7 +235,13 @@ def measure(
         by_pad.append(recovery(ORDERED, fixed, pad))
     return {
         "throughput": throughput,
-        "ratio_ordered_to_seqnum": round(ratio, 3),
+        # ordered's throughput over seqnum's, and seqnum's CPU time per input over
+        # ordered's (both at least 1 when ordered costs no more)
+        "ratio_ordered_to_seqnum": ratio(rounds("own", o_name), rounds("own", s_name)),
+        "cpu_ratio_ordered_to_seqnum": ratio(
+            rounds("own", s_name, True), rounds("own", o_name, True)
+        ),
+        "ceiling": ceiling,
         "recovery_by_replayed": by_replayed,
         "recovery_by_entries_before_marker": by_pad,
     }
@@ -204,10 +257,8 @@ def sweeps(
     payloads: list[int],
 ) -> dict[str, Any]:
     """Throughput (``ordered``, the median of ``repeat`` runs) against the number of keys
-    and against the payload size, and the ceiling: the memory store measured in the same
-    run with the same inputs and keys, and this backend's share of it."""
+    and against the payload size."""
     from replay_contract.runtime import bench
-    from replay_contract.runtime.memory_store import MemoryBackend
 
     def median(on: Any, contract: Any, k: int, payload: int = 0) -> dict[str, Any]:
         runs = sorted(
@@ -224,27 +275,7 @@ def sweeps(
     for size in payloads:
         progress(f"{name}: throughput ordered with payloads of {size} characters ({repeat} runs)")
         by_payload_rows.append(median(backend, ORDERED, keys, size))
-    progress(f"{name}: the ceiling, the memory store in the same run ({repeat} runs each)")
-    memory = MemoryBackend()
-    ceiling = {c.name: median(memory, c, keys)["inputs_per_s"] for c in (SEQNUM, ORDERED)}
-    own = (
-        ceiling
-        if isinstance(backend, MemoryBackend) and not backend.lag
-        else {c.name: median(backend, c, keys)["inputs_per_s"] for c in (SEQNUM, ORDERED)}
-    )
-    return {
-        "throughput_by_keys": by_key_rows,
-        "throughput_by_payload": by_payload_rows,
-        "ceiling": {
-            "inputs": inputs,
-            "keys": keys,
-            "memory_inputs_per_s": ceiling,
-            "inputs_per_s": own,
-            "share_of_ceiling": {
-                c: round(own[c] / ceiling[c], 3) if ceiling[c] else 0.0 for c in ceiling
-            },
-        },
-    }
+    return {"throughput_by_keys": by_key_rows, "throughput_by_payload": by_payload_rows}
 
 
 def report(results: dict[str, Any]) -> str:
@@ -261,6 +292,7 @@ def report(results: dict[str, Any]) -> str:
                 str(r["inputs"]),
                 str(r["keys"]),
                 f"{r['inputs_per_s']:.0f}",
+                f"{r['cpu_us_per_input']:.1f}",
                 f"{r['writes_per_input']:.2f}",
                 f"{r['round_trips_per_input']:.2f}",
             )
@@ -274,6 +306,7 @@ def report(results: dict[str, Any]) -> str:
                     "inputs",
                     "keys",
                     "inputs/s",
+                    "CPU us/input",
                     "writes/input",
                     "round trips/input",
                 ),
@@ -282,6 +315,8 @@ def report(results: dict[str, Any]) -> str:
         )
         parts.append(
             f"{name}: ordered/seqnum throughput ratio {figures['ratio_ordered_to_seqnum']:.3f}"
+            f" (by CPU time per input {figures['cpu_ratio_ordered_to_seqnum']:.3f}; the "
+            "median over the rounds)"
         )
         parts.append(_sweep_tables(name, figures))
         rows = [
@@ -347,7 +382,7 @@ def _sweep_tables(name: str, figures: dict[str, Any]) -> str:
 
     head = ("inputs/s", "writes/input", "round trips/input")
     c = figures["ceiling"]
-    share = c["share_of_ceiling"]
+    share, cpu_share = c["share_of_ceiling"], c["cpu_share_of_ceiling"]
     return "\n\n".join(
         [
             f"{name}: throughput (ordered) vs keys\n"
@@ -359,16 +394,27 @@ def _sweep_tables(name: str, figures: dict[str, Any]) -> str:
                 ("payload chars", *head),
                 [row(str(r["payload"]), r) for r in figures["throughput_by_payload"]],
             ),
-            f"{name}: the ceiling (the memory store in the same run, {c['inputs']} inputs, "
-            f"{c['keys']} keys)\n"
+            f"{name}: the ceiling (the memory store in the same rounds, {c['inputs']} inputs, "
+            f"{c['keys']} keys; each share is the median over the rounds)\n"
             + render(
-                ("contract", "memory inputs/s", f"{name} inputs/s", "share"),
+                (
+                    "contract",
+                    "memory inputs/s",
+                    f"{name} inputs/s",
+                    "share",
+                    "memory CPU us/input",
+                    f"{name} CPU us/input",
+                    "share by CPU",
+                ),
                 [
                     (
                         contract,
                         f"{c['memory_inputs_per_s'][contract]:.0f}",
                         f"{c['inputs_per_s'][contract]:.0f}",
                         f"{share[contract]:.2f}",
+                        f"{c['memory_cpu_us_per_input'][contract]:.1f}",
+                        f"{c['cpu_us_per_input'][contract]:.1f}",
+                        f"{cpu_share[contract]:.2f}",
                     )
                     for contract in (SEQNUM.name, ORDERED.name)
                 ],

@@ -138,7 +138,7 @@ class FlussBackend:
 
     def _ready(self, path: fluss.TablePath) -> Callable[[], Coroutine[Any, Any, None]]:
         """A check that answers once the table's bucket has a leader: the log answers for
-        its end, a primary-key table answers a lookup."""
+        its end, the writers' table (a primary-key table) a lookup."""
         admin = self._admin()
 
         async def ready() -> None:
@@ -147,16 +147,14 @@ class FlussBackend:
             if path.table_name == LOG:
                 await a.list_offsets(path, [BUCKET], fluss.OffsetSpec.latest())
                 return
+            assert path.table_name == WRITERS, path.table_name
             table = await self._conn.get_table(path)
-            if path.table_name == WRITERS:
-                await (
-                    table.new_lookup()
-                    .lookup_by(["lineage"])
-                    .create_lookuper()
-                    .lookup({"lineage": LINEAGE})
-                )
-            else:
-                await table.new_lookup().create_lookuper().lookup({"record_key": b""})
+            await (
+                table.new_lookup()
+                .lookup_by(["lineage"])
+                .create_lookuper()
+                .lookup({"lineage": LINEAGE})
+            )
 
         return ready
 

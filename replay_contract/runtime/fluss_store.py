@@ -1,6 +1,6 @@
 """The action state store in Fluss tables (pyfluss).
 
-One namespace is one Fluss database (``rc_<hex>``) of three tables; a run gets a database
+One namespace is one Fluss database (``rc_<hex>``) of two tables; a run gets a database
 of its own, so runs and tests never see each other's rows. Every table name carries the
 version of its layout (``_v1``) and every row a ``schema`` column.
 
@@ -10,10 +10,6 @@ version of its layout (``_v1``) and every row a ``schema`` column.
     only within a bucket. A row holds the entry's record key and value (:mod:`.codec`),
     the client entry id ``(generation, seq)`` of the client that wrote it, and ``at``,
     the entry id that client gave it.
-``completions_v1`` (primary-key table, key ``record_key``)
-    the point-lookup index: each completion under the injective record key of
-    :mod:`.codec` (business key, position, input, causal path, reads), with its entry id.
-    :meth:`FlussStore.lookup` answers from it; recovery never needs it.
 ``writers_v1`` (primary-key table, key ``(lineage, generation)``)
     one row per store client: its generation (1, 2, ...) and ``start``, the end of the log
     when it registered.
@@ -44,23 +40,23 @@ it: a writer's ``flush`` also returns normally after a batch that failed
 
 Pipelined writes
     ``send`` numbers its entries and queues their rows in the client; the queued rows
-    are handed to the writers together (the log's as one Arrow batch) once :data:`BATCH`
-    of them wait or the first waited :data:`LINGER` seconds (checked at every ``send``
-    and ``acknowledged``), and on ``flush``, and the runtime goes on while they are in
-    flight. An entry is acknowledged once its log row is; ``flush`` waits for the log
-    rows only. A write that fails, or is not acknowledged within :data:`ATTEMPT`, is
-    re-sent as above (same rows, same client entry ids) until the client's bound. A
-    client closed (crashed) with rows queued or in flight: they landed or not, and a
-    row that lands after a later client registered is ignored by every reader.
+    are handed to the log's writer together, as one Arrow batch, once :data:`BATCH` of
+    them wait or the first waited :data:`LINGER` seconds (checked at every ``send`` and
+    ``acknowledged``), and on ``flush``, and the runtime goes on while they are in
+    flight. An entry is acknowledged once its log row is. A write that fails, or is not
+    acknowledged within :data:`ATTEMPT`, is re-sent as above (same rows, same client
+    entry ids) until the client's bound. A client closed (crashed) with rows queued or
+    in flight: they landed or not, and a row that lands after a later client registered
+    is ignored by every reader.
 
-    The index is not what recovery reads, and it is slow to write (a primary-key table:
-    tens of milliseconds a batch here, against a few for the log), so its rows are
-    checked without holding up the log: a failed upsert is upserted again (the same row
-    twice is the same row) and a failure past the bound breaks the client, reported at
-    its next call. :meth:`FlussStore.lookup` first waits for this client's index rows.
-    After a crash, the index may lack a completion whose log row landed: a lookup then
-    misses it or finds another one saved under the same record key, which answers every
-    query the same (see :mod:`.codec`).
+No point-lookup index
+    The store keeps no table of completions by key: the runtime never reads its own
+    writes back. It knows every entry it wrote and which are acknowledged, and indexes
+    them per key in memory (:class:`~.view.LiveView`); the store is read only when a
+    client opens after a restore, and then one scan of the log from the recovery marker
+    rebuilds that index. An index table written next to the log cost a primary-key
+    upsert per completion (tens of milliseconds a batch, against a few for the log) and
+    held the log's throughput to a third of the runtime's own.
 
 A row that cannot be decoded stops the read with :class:`~.store.RecordError` naming the
 table, bucket and offset.
@@ -80,7 +76,7 @@ import fluss
 import pyarrow as pa
 from attrs import define
 
-from replay_contract.model.store import Completion, Entry
+from replay_contract.model.store import Entry
 
 from . import codec
 from .fluss_client import (
@@ -98,7 +94,6 @@ from .store import RecordError, StoreError, StoreStats, StoreUnavailable
 #: Version of the table layout (in the table names and in every row's ``schema``).
 TABLE_SCHEMA = 1
 LOG = f"log_v{TABLE_SCHEMA}"
-COMPLETIONS = f"completions_v{TABLE_SCHEMA}"
 WRITERS = f"writers_v{TABLE_SCHEMA}"
 LINEAGE = "log"
 BUCKET = 0
@@ -106,8 +101,6 @@ POLL_MS = 100
 #: Rows sent are written together once this many wait, or the first waited LINGER s.
 BATCH = 512
 LINGER = 0.02
-#: Index rows that may wait for their acknowledgement before the client waits for them.
-INDEX_BEHIND = 4 * BATCH
 #: How often, at most, the client looks whether writes in flight were acknowledged.
 POLL_EVERY = 0.005
 
@@ -118,15 +111,6 @@ LOG_COLUMNS = pa.schema(
         pa.field("seq", pa.int64()),
         pa.field("at", pa.int64()),
         pa.field("record_key", pa.binary()),
-        pa.field("value", pa.binary()),
-    ]
-)
-COMPLETION_COLUMNS = pa.schema(
-    [
-        pa.field("record_key", pa.binary(), nullable=False),
-        pa.field("schema", pa.int32()),
-        pa.field("entry_id", pa.int64()),
-        pa.field("generation", pa.int64()),
         pa.field("value", pa.binary()),
     ]
 )
@@ -145,9 +129,6 @@ def tables() -> dict[str, fluss.TableDescriptor]:
     """The descriptors of a namespace's tables, by name."""
     return {
         LOG: fluss.TableDescriptor(fluss.Schema(LOG_COLUMNS), bucket_count=1),
-        COMPLETIONS: fluss.TableDescriptor(
-            fluss.Schema(COMPLETION_COLUMNS, primary_keys=["record_key"]), bucket_count=1
-        ),
         WRITERS: fluss.TableDescriptor(
             fluss.Schema(WRITER_COLUMNS, primary_keys=["lineage", "generation"]),
             bucket_count=1,
@@ -157,14 +138,55 @@ def tables() -> dict[str, fluss.TableDescriptor]:
 
 
 @define
-class _InFlight:
-    """Rows handed to the writers; acknowledged up to ``end`` once ``task`` is done."""
+class _Rows:
+    """Consecutive rows of one client: entry ids from ``at`` on, client entry ids
+    ``(generation, seq)``, ``(generation, seq + 1)``, ..., kept by column."""
 
-    end: int
-    rows: list[dict[str, Any]]
-    index: list[dict[str, Any]]
+    generation: int
+    seq: int
+    at: int
+    keys: list[bytes]
+    values: list[bytes]
+
+    @property
+    def end(self) -> int:
+        """The entry id after the last row."""
+        return self.at + len(self.keys)
+
+    def batch(self) -> pa.RecordBatch:
+        n = len(self.keys)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([TABLE_SCHEMA] * n, pa.int32()),
+                pa.array([self.generation] * n, pa.int64()),
+                pa.array(range(self.seq, self.seq + n), pa.int64()),
+                pa.array(range(self.at, self.at + n), pa.int64()),
+                pa.array(self.keys, pa.binary()),
+                pa.array(self.values, pa.binary()),
+            ],
+            schema=LOG_COLUMNS,
+        )
+
+    @staticmethod
+    def joined(parts: list[_Rows]) -> _Rows:
+        """Consecutive ``parts`` as one."""
+        first = parts[0]
+        return _Rows(
+            first.generation,
+            first.seq,
+            first.at,
+            [k for p in parts for k in p.keys],
+            [v for p in parts for v in p.values],
+        )
+
+
+@define
+class _InFlight:
+    """Rows handed to the log's writer; acknowledged up to their end once ``task`` is
+    done."""
+
+    rows: _Rows
     task: asyncio.Task[None]
-    index_task: asyncio.Task[None] | None
 
 
 @define
@@ -172,18 +194,12 @@ class _Tables:
     """What a store client opened on its connection."""
 
     conn: fluss.FlussConnection
-    index_conn: fluss.FlussConnection
     log: fluss.FlussTable
-    index: fluss.FlussTable
     writers: fluss.FlussTable
     log_writer: fluss.AppendWriter
-    index_writer: fluss.UpsertWriter
 
     async def close(self) -> None:
-        try:
-            await self.conn.close()
-        finally:
-            await self.index_conn.close()
+        await self.conn.close()
 
 
 class FlussStore:
@@ -204,13 +220,10 @@ class FlussStore:
         self._seq = 0
         self._end = 0
         self._acked = 0
-        #: Rows sent but not yet written (log and index), and since when the first waits.
-        self._queued: list[dict[str, Any]] = []
-        self._queued_index: list[dict[str, Any]] = []
+        #: Rows sent but not yet written, and since when the first waits.
+        self._queued: _Rows | None = None
         self._queued_since = 0.0
         self._in_flight: list[_InFlight] = []
-        #: Index rows whose log rows are acknowledged, and the task that writes them.
-        self._indexing: list[tuple[list[dict[str, Any]], asyncio.Task[None]]] = []
         self._polled = 0.0
         self._broken: str | None = None
         self._closed = False
@@ -266,21 +279,9 @@ class FlussStore:
         self._stale = False
         if self._tables is None:
             conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
-            # the index on a connection of its own: its slow upserts do not queue
-            # ahead of the log's appends
-            index_conn = await fluss.FlussConnection.create(client_config(self.bootstrap))
             log = await conn.get_table(self._path(LOG))
-            index = await index_conn.get_table(self._path(COMPLETIONS))
             writers = await conn.get_table(self._path(WRITERS))
-            self._tables = _Tables(
-                conn,
-                index_conn,
-                log,
-                index,
-                writers,
-                log.new_append().create_writer(),
-                index.new_upsert().create_writer(),
-            )
+            self._tables = _Tables(conn, log, writers, log.new_append().create_writer())
         return self._tables
 
     def _register(self) -> None:
@@ -360,44 +361,27 @@ class FlussStore:
 
     def send(self, entries: Sequence[Entry]) -> list[int]:
         self._check()
-        ids = [self._end + i for i in range(len(entries))]
-        rows = [
-            {
-                "schema": TABLE_SCHEMA,
-                "generation": self.generation,
-                "seq": self._seq + i,
-                "at": ids[i],
-                "record_key": codec.record_key(e),
-                "value": codec.encode(e),
-            }
-            for i, e in enumerate(entries)
-        ]
-        if not self._queued:
+        if not entries:
+            return []
+        ids = list(range(self._end, self._end + len(entries)))
+        queued = self._queued
+        if queued is None:
+            queued = self._queued = _Rows(self.generation, self._seq, self._end, [], [])
             self._queued_since = time.monotonic()
-        self._queued.extend(rows)
-        self._queued_index.extend(
-            {
-                "record_key": r["record_key"],
-                "schema": TABLE_SCHEMA,
-                "entry_id": r["at"],
-                "generation": self.generation,
-                "value": r["value"],
-            }
-            for r, e in zip(rows, entries, strict=True)
-            if isinstance(e, Completion)
-        )
+        queued.keys.extend(codec.record_key(e) for e in entries)
+        queued.values.extend(codec.encode(e) for e in entries)
         self.stats.batches += 1
-        self.stats.writes += len(rows)
-        self._end += len(rows)
-        self._seq += len(rows)
+        self.stats.writes += len(entries)
+        self._end += len(entries)
+        self._seq += len(entries)
         self._flush_if_due()
         return ids
 
     def _flush_if_due(self) -> None:
         """Start writing the queued rows when enough wait, or the first waited long
         enough; note the writes in flight that completed."""
-        if self._queued and (
-            len(self._queued) >= BATCH or time.monotonic() - self._queued_since >= LINGER
+        if self._queued is not None and (
+            len(self._queued.keys) >= BATCH or time.monotonic() - self._queued_since >= LINGER
         ):
             self._guard(self._start_queued)
         if self._in_flight and time.monotonic() - self._polled >= POLL_EVERY:
@@ -412,36 +396,31 @@ class FlussStore:
 
     def flush(self) -> None:
         self._check()
-        if self._queued:
+        if self._queued is not None:
             self._guard(self._start_queued)
         if self._in_flight:
             self._guard(self._wait_in_flight)
 
     def _start_queued(self) -> None:
-        """Hand the queued rows to the writers, the log's as one Arrow batch, without
-        waiting for the server: one task waits for the log's rows, one for the index's."""
-        rows, index = self._queued, self._queued_index
-        self._queued, self._queued_index = [], []
+        """Hand the queued rows to the log's writer as one Arrow batch, without waiting
+        for the server: a task waits for their acknowledgement."""
+        rows, self._queued = self._queued, None
+        assert rows is not None
         if self._tables is None:
             self._retrying(self._open, time.monotonic() + self.timeout, "connecting")
         tables = self._tables
         assert tables is not None
-        logged = [tables.log_writer.write_arrow_batch(_batch(rows))]
-        indexed = [tables.index_writer.upsert(row) for row in index]
+        logged = [tables.log_writer.write_arrow_batch(rows.batch())]
 
         async def landed() -> None:
             await acknowledged(logged, tables.log_writer)
 
-        async def landed_in_index() -> None:
-            await acknowledged(indexed, tables.index_writer)
-
-        index_task = self._loop.start(landed_in_index) if index else None
         task = self._loop.start(landed)
-        self._in_flight.append(_InFlight(rows[-1]["at"] + 1, rows, index, task, index_task))
-        self.stats.round_trips += 2 if index else 1
+        self._in_flight.append(_InFlight(rows, task))
+        self.stats.round_trips += 1
 
     def _take_done(self) -> None:
-        """Acknowledge the log's writes in flight that landed, in order; a failed one is
+        """Acknowledge the writes in flight that landed, in order; a failed one is
         written again (with every one after it) within the client's bound."""
         while self._in_flight and self._in_flight[0].task.done():
             group = self._in_flight[0]
@@ -449,53 +428,7 @@ class FlussStore:
                 self._rewrite_in_flight()
                 return
             self._in_flight.pop(0)
-            self._acked = group.end
-            if group.index_task is not None:
-                self._indexing.append((group.index, group.index_task))
-        behind = sum(len(rows) for rows, _ in self._indexing)
-        self._take_indexed(wait=behind > INDEX_BEHIND)
-
-    def _take_indexed(self, wait: bool = True) -> None:
-        """Check the index's writes (waiting for them with ``wait``); one that failed or
-        did not finish is upserted again within the client's bound (an upsert of the
-        same row twice leaves the same row)."""
-        if wait and self._indexing:
-            tasks = [task for _, task in self._indexing]
-
-            async def every() -> None:
-                await asyncio.wait(tasks)
-
-            with contextlib.suppress(StoreUnavailable):
-                self._loop.run(every, ATTEMPT, "waiting for index writes in flight")
-        again: list[dict[str, Any]] = []
-        pending = []
-        for rows, task in self._indexing:
-            if not task.done():
-                if wait:
-                    task.cancel()
-                    again.extend(rows)
-                else:
-                    pending.append((rows, task))
-            elif task.cancelled() or task.exception() is not None:
-                again.extend(rows)
-        self._indexing = pending
-        if again:
-            self._upsert_again(again)
-
-    def _upsert_again(self, index: list[dict[str, Any]]) -> None:
-        self._stale = True
-
-        async def upsert() -> None:
-            tables = await self._open()  # anew after an attempt that failed
-            handles = [tables.index_writer.upsert(row) for row in index]
-            await acknowledged(handles, tables.index_writer)
-
-        self._retrying(
-            upsert,
-            time.monotonic() + self.timeout,
-            f"writing {len(index)} row(s) to table {self._name(COMPLETIONS)}",
-        )
-        self.stats.round_trips += 1
+            self._acked = group.rows.end
 
     def _wait_in_flight(self) -> None:
         tasks = [g.task for g in self._in_flight]
@@ -516,24 +449,21 @@ class FlussStore:
         groups, self._in_flight = self._in_flight, []
         for g in groups:
             g.task.cancel()
-            if g.index_task is not None:
-                g.index_task.cancel()
-        rows = [r for g in groups for r in g.rows]
-        index = [r for g in groups for r in g.index]
+        rows = _Rows.joined([g.rows for g in groups])
         self._stale = True
 
         async def write() -> None:
             tables = await self._open()  # anew after an attempt that failed
-            handles = _write_rows(tables, rows, index)
-            await acknowledged(handles, tables.log_writer, tables.index_writer if index else None)
+            handles = [tables.log_writer.write_arrow_batch(rows.batch())]
+            await acknowledged(handles, tables.log_writer)
 
         self._retrying(
             write,
             time.monotonic() + self.timeout,
-            f"writing {len(rows)} row(s) to table {self._name(LOG)}",
+            f"writing {len(rows.keys)} row(s) to table {self._name(LOG)}",
         )
-        self.stats.round_trips += 2 if index else 1
-        self._acked = groups[-1].end
+        self.stats.round_trips += 1
+        self._acked = rows.end
 
     def read(self, marker: int) -> list[tuple[int, Entry]]:
         self._check()
@@ -614,87 +544,18 @@ class FlussStore:
         self._check()
         return self._end
 
-    def lookup(self, entry: Completion) -> tuple[int, Completion] | None:
-        """The completion saved under ``entry``'s record key, with its entry id, from the
-        point-lookup index (the latest one saved under that key), or ``None``."""
-        self.flush()
-        self._guard(self._take_indexed)  # what this client saved is in the index
-        key = codec.record_key(entry)
-
-        async def lookup() -> dict[str, object] | None:
-            index = (await self._open()).index
-            return await index.new_lookup().create_lookuper().lookup({"record_key": key})
-
-        row = self._guard(
-            lambda: self._retrying(
-                lookup,
-                time.monotonic() + self.timeout,
-                f"looking up table {self._name(COMPLETIONS)}",
-            )
-        )
-        self.stats.round_trips += 1
-        if row is None:
-            return None
-        value, entry_id = row.get("value"), row.get("entry_id")
-        try:
-            if (
-                row.get("schema") != TABLE_SCHEMA
-                or not isinstance(value, bytes)
-                or not isinstance(entry_id, int)
-            ):
-                raise codec.DecodeError("schema, value or entry_id is not valid")
-            found = codec.decode(key, value)
-        except codec.DecodeError as exc:
-            raise RecordError(
-                f"fluss table {self._name(COMPLETIONS)}: cannot decode the row "
-                f"of {key!r:.60}: {exc}"
-            ) from None
-        assert isinstance(found, Completion)
-        return entry_id, found
-
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         atexit.unregister(self.close)
         # rows in flight land or not; those that land after a later client registered
-        # are ignored by every reader (see the module docstring). The index's upserts
-        # in flight are waited for a moment, so that the server is not left a backlog
-        # of them (they are not the log: a crash loses nothing by it)
-        indexing = [t for _, t in self._indexing] + [
-            g.index_task for g in self._in_flight if g.index_task is not None
-        ]
-        if indexing and self._broken is None:
-
-            async def every() -> None:
-                await asyncio.wait(indexing)
-
-            with contextlib.suppress(StoreError, fluss.FlussError):
-                self._loop.run(every, CLOSE_TIMEOUT, "waiting for index writes in flight")
+        # are ignored by every reader (see the module docstring)
         for group in self._in_flight:
             group.task.cancel()
-            if group.index_task is not None:
-                group.index_task.cancel()
-        for _, task in self._indexing:
-            task.cancel()
-        self._in_flight, self._queued, self._queued_index = [], [], []
-        self._indexing = []
+        self._in_flight, self._queued = [], None
         tables, self._tables = self._tables, None
         self._loop.close(tables.close if tables is not None else None)
-
-
-def _write_rows(
-    tables: _Tables, rows: list[dict[str, Any]], index: list[dict[str, Any]]
-) -> list[fluss.WriteResultHandle]:
-    """Hand ``rows`` to the log's writer as one Arrow batch (one handle for all) and
-    ``index`` to the index's writer row by row; the handles of every write."""
-    handles = [tables.log_writer.write_arrow_batch(_batch(rows))]
-    handles += [tables.index_writer.upsert(row) for row in index]
-    return handles
-
-
-def _batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(rows, LOG_COLUMNS)
 
 
 def _cutoffs(generations: dict[int, int]) -> dict[int, int]:

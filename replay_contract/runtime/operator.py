@@ -102,6 +102,9 @@ class RuntimeOperator:
         # in-memory state, all of it lost on a crash
         self._store: ActionStateStore | None = None
         self._keys: dict[KeyName, KeyState] = {}
+        #: The keys the rules were handed since the latest checkpoint (or restore): the
+        #: only ones whose state may differ from the latest snapshot's.
+        self._touched: set[KeyName] = set()
         self._view = LiveView()
         self._marker = 0
         self._volatile: list[tuple[int, Invalidation]] = []
@@ -149,7 +152,9 @@ class RuntimeOperator:
             ((i, e) for i, e in self._view.stream if i >= self._marker), self._volatile
         )
         self._number += 1
-        self._checkpoints.save(Snapshot(self._number, self._marker, self._keys, self._volatile))
+        snapshot = Snapshot(self._number, self._marker, self._keys, self._volatile)
+        self._checkpoints.save(snapshot, self._touched)
+        self._touched = set()
         return self._number
 
     def crash(self) -> None:
@@ -226,6 +231,7 @@ class RuntimeOperator:
             self._closed_stats.add(store.stats)
             store.close()
         self._keys, self._view, self._volatile = {}, LiveView(), []
+        self._touched = set()
         self._marker = self._number = 0
         self._unreported = []
         self._sent = None
@@ -246,6 +252,7 @@ class RuntimeOperator:
 
     def _key(self, key: Key) -> KeyState:
         name = key_name(key)
+        self._touched.add(name)  # the rules may change what they are handed
         ks = self._keys.get(name)
         if ks is None:
             ks = self._keys[name] = KeyState(key)

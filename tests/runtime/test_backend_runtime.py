@@ -2,8 +2,8 @@
 decisions on every built-in scenario, a crash at every effect, clients that close cleanly.
 
 Each test runs once per backend, against the server ``tests/servers.py`` starts; what
-only one backend has (the topic's compaction, the point-lookup index, the writer
-generations) is tested in ``test_kafka_runtime.py`` and ``test_fluss_runtime.py``.
+only one backend has (the topic's compaction, the writer generations) is tested in
+``test_kafka_runtime.py`` and ``test_fluss_runtime.py``.
 """
 
 from __future__ import annotations

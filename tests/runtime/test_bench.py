@@ -57,7 +57,16 @@ def check(data: dict[str, Any], batched: bool = False) -> None:
             assert 0 < row["round_trips_per_input"] < 0.5
         else:  # the memory store lands each write at once
             assert row["round_trips_per_input"] == 1.0
-    assert data["ratio_ordered_to_seqnum"] > 0
+        assert row["cpu_us_per_input"] > 0
+        assert len(row["runs_inputs_per_s"]) == len(row["runs_cpu_us_per_input"]) == 1
+    # one round: each ratio is that of the round
+    seqnum, ordered = by_contract["seqnum"], by_contract["ordered"]
+    assert data["ratio_ordered_to_seqnum"] == pytest.approx(
+        ordered["inputs_per_s"] / seqnum["inputs_per_s"], abs=0.002
+    )
+    assert data["cpu_ratio_ordered_to_seqnum"] == pytest.approx(
+        seqnum["cpu_us_per_input"] / ordered["cpu_us_per_input"], abs=0.002
+    )
     for row in data["recovery_by_replayed"]:
         assert row["entries_read"] == row["replayed"]
         repeated = 0 if row["contract"] == "ordered" else row["replayed"]
@@ -73,6 +82,12 @@ def check(data: dict[str, Any], batched: bool = False) -> None:
     for contract, share in ceiling["share_of_ceiling"].items():
         own, memory = ceiling["inputs_per_s"][contract], ceiling["memory_inputs_per_s"][contract]
         assert share == pytest.approx(own / memory, abs=0.001) and share > 0
+        cpu_share = ceiling["cpu_share_of_ceiling"][contract]
+        own, memory = (
+            ceiling["cpu_us_per_input"][contract],
+            ceiling["memory_cpu_us_per_input"][contract],
+        )
+        assert cpu_share == pytest.approx(memory / own, abs=0.002) and cpu_share > 0
     pads = data["recovery_by_entries_before_marker"]
     assert [r["entries_before_marker"] for r in pads] == [0, 2000]
     assert {r["entries_read"] for r in pads} == {40}  # never what lies before the marker
@@ -82,10 +97,30 @@ def test_bench_on_the_memory_store() -> None:
     check(figures("memory"))
 
 
+def test_rounds_alternate_the_contracts_and_give_the_median_ratio() -> None:
+    result = bench("--backend", "memory", *SMALL[:4], "--repeat", "3", *SMALL[6:], "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)["backends"]["memory"]
+    runs = {r["contract"]: r["runs_inputs_per_s"] for r in data["throughput"]}
+    cpu = {r["contract"]: r["runs_cpu_us_per_input"] for r in data["throughput"]}
+    assert len(runs["seqnum"]) == len(runs["ordered"]) == 3
+    ratios = sorted(o / s for o, s in zip(runs["ordered"], runs["seqnum"], strict=True))
+    assert data["ratio_ordered_to_seqnum"] == pytest.approx(ratios[1], abs=0.002)
+    ratios = sorted(s / o for o, s in zip(cpu["ordered"], cpu["seqnum"], strict=True))
+    assert data["cpu_ratio_ordered_to_seqnum"] == pytest.approx(ratios[1], abs=0.002)
+    order = [
+        line.split()[3]
+        for line in result.stderr.splitlines()
+        if line.startswith("bench: memory: throughput") and " round " in line
+    ]
+    assert order == ["seqnum", "ordered", "ordered", "seqnum", "seqnum", "ordered"]
+
+
 def test_bench_tables() -> None:
     result = bench("--backend", "memory", *SMALL)
     assert result.returncode == 0, result.stderr
     assert "ordered/seqnum throughput ratio" in result.stdout
+    assert "by CPU time per input" in result.stdout
     assert "recovery vs inputs replayed for one key" in result.stdout
     assert "memory: throughput (ordered) vs keys" in result.stdout
     assert "memory: throughput (ordered) vs payload size" in result.stdout

@@ -13,6 +13,7 @@ from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM, contract
 from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
 from replay_contract.model.topology import Record
+from replay_contract.runtime import bench
 from replay_contract.runtime.memory_store import MemoryBackend
 from replay_contract.runtime.operator import OperatorError, RuntimeOperator
 from replay_contract.spec.summary import summary
@@ -120,6 +121,43 @@ def test_a_crashed_runtime_keeps_nothing_in_memory() -> None:
     expected, _ = run_without_failure(scenario.agent, {}, record)
     assert impl.end() == {record.key: expected}
     impl.close()
+
+
+@pytest.mark.parametrize("contract", [ORDERED, SEQNUM, CONTRACTS["read-set"]], ids=lambda c: c.name)
+def test_incremental_checkpoints_are_the_bytes_of_full_ones(
+    contract, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from replay_contract.runtime import state
+
+    saved = state.CheckpointStorage.save
+    checked = []
+
+    def save(self, snapshot, changed=None) -> None:  # type: ignore[no-untyped-def]
+        saved(self, snapshot, changed)
+        assert self._latest == snapshot.to_bytes()  # every key encoded anew
+        checked.append(changed is not None and len(changed) < len(snapshot.keys))
+
+    monkeypatch.setattr(state.CheckpointStorage, "save", save)
+    for scenario in all_builtin():  # crashes and restores among the checkpoints
+        result = judged(MemoryBackend(), scenario, contract)
+        assert result.tool_calls == summary(simulate(scenario, contract))["tool_calls"]
+    # many keys, few inputs between checkpoints, a crash: most keys keep their encoding
+    records = bench.workload(60, 16)
+    impl = RuntimeOperator(MemoryBackend())
+    impl.open(bench.AGENT, bench._topology(records), contract, bench.BenchEnvironment())
+    for i, record in enumerate(records[:40], 1):
+        impl.deliver(record)
+        if i % 5 == 0:
+            impl.checkpoint()
+    impl.crash()
+    impl.restore()
+    for record in records[35:]:
+        impl.deliver(record)
+        impl.checkpoint()
+    memory = impl.end()
+    impl.close()
+    assert sum(checked) > 10  # checkpoints that left keys' encodings as they were
+    assert sum(m["notes"].count("respond") for m in memory.values()) == 16  # a note each
 
 
 def test_a_timeout_releases_the_key_the_same_way_as_the_model() -> None:
