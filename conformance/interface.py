@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from attrs import frozen
+from attrs import field, frozen
 
 from replay_contract.errors import TargetUnavailable as TargetUnavailable
 from replay_contract.model import trace as t
 from replay_contract.model.agent import Agent, Path
 from replay_contract.model.contracts import Contract
+from replay_contract.model.scenario import Scenario
 from replay_contract.model.topology import Key, Record, Topology
 
 
@@ -44,6 +45,11 @@ class Capabilities:
     non_replayable: bool = True
     rescaling: bool = False
     timeout: bool = False
+    #: Why the target cannot express a given scenario under a contract (a one-line
+    #: reason), or ``None`` when it can: for what the flags above do not cover (the
+    #: live Flink target cannot place a checkpoint between records its restarted source
+    #: has already emitted, say). The suite skips such a scenario with the reason.
+    expresses: Callable[[Scenario, Contract], str | None] | None = field(default=None, eq=False)
 
 
 class Crashed(Exception):

@@ -92,6 +92,8 @@ def skip_reason(caps: Capabilities, scenario: Scenario, contract: Contract) -> s
             "needs a timeout step (the wait bound passing); the target does not declare "
             "the timeout capability"
         )
+    if caps.expresses is not None:
+        return caps.expresses(scenario, contract)
     return None
 
 

@@ -41,6 +41,7 @@ COMMANDS = (
     "check",
     "services",
     "bench",
+    "live",
 )
 
 
