@@ -430,7 +430,7 @@ def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> s
     text = (
         "Verdicts of `replay-contract verify`, recorded in the manifest. *Holds for* says "
         "whether a proof covers only the runs of the bound or every bound (a parametric "
-        "step, see [Parametric induction](parametric.md)); the *time budget* is the most "
+        "step, see [Engines](internals/engines.md)); the *time budget* is the most "
         "the manifest's check allows the verdict to take, not a measured time.\n\n"
     )
     text += md_table(["contract", "verdict", "holds for", "bound", "time budget"], rows)
@@ -547,7 +547,7 @@ def gen_verdict_matrix(root: Path) -> str:
     return (
         "Verdicts of `replay-contract verify`, recorded in the manifest with their bound. "
         "A proof *at the bound* covers every run within the bound; a proof *for every "
-        "bound* is a parametric step ([Parametric induction](parametric.md)) and covers "
+        "bound* is a parametric step ([Engines](internals/engines.md)) and covers "
         "runs of any size.\n\n" + table
     )
 

@@ -16,7 +16,12 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   told), found by growing one dimension at a time from a base bound, and Z3 against the
   explorer at each largest one (no dimension can grow without the explorer running out
   of time); the row with the most runs is the largest bound the explorer finishes;
-- ``parametric``: the parametric steps of ``ordered`` (docs/parametric.md) that
+- ``deepen``: what a user runs for a proposed change, ``verify --deepen`` (the default
+  with ``--contract-file``), for each contract file of ``--contract-files`` and each
+  published contract at ``--bound`` with ``verify``'s default engine: the seconds to
+  the first counterexample and to all verdicts (or to ``--deepen-deadline``), the
+  verdicts and the largest bound every open property is proved at;
+- ``parametric``: the parametric steps of ``ordered`` (spec/notes/parametric.md) that
   ``verify --engine parametric`` runs for its six properties at ``--ordered-bound``;
   their queries do not depend on the bound: each model and agent as a job of its own,
   one worker per core, and the wall-clock time of all of them; then (``parametric
@@ -155,6 +160,68 @@ def proofs(
             }
         )
         _say(f"proofs {c.name} at {bound}: {total:.1f} s")
+    return out
+
+
+def deepening(
+    files: str, names: str, bound: str, deadline: float, timeout: float
+) -> list[dict[str, Any]]:
+    """``verify --deepen`` for each contract file and each named contract: one row each."""
+    from pathlib import Path
+
+    from replay_contract.model.contracts import contract_from_json
+
+    from .bound import DEFAULT_ENGINE
+    from .deepen import deepen
+
+    chosen = [
+        contract_from_json(json.loads(Path(f).read_text()), f)
+        for f in (f.strip() for f in files.split(","))
+        if f
+    ] + [CONTRACTS[n] for n in (n.strip() for n in names.split(",")) if n]
+    out = []
+    for c in chosen:
+        started = time.monotonic()
+        first: list[float] = []
+
+        def found(_r: Result, first: list[float] = first, started: float = started) -> None:
+            first.append(time.monotonic() - started)
+
+        steps: list[str] = []
+
+        def step(line: str, steps: list[str] = steps) -> None:
+            # "<contract>: proved up to <bound>: <properties> (<seconds> s)"
+            if ": proved up to " in line:
+                upto = line.split(": proved up to ", 1)[1]
+                steps.append(f"{upto.split(':', 1)[0]} at {upto.rsplit('(', 1)[1].rstrip(')')}")
+
+        results = deepen(
+            c,
+            parse(bound),
+            deadline=deadline,
+            progress=step,
+            found=found,
+            timeout=timeout,
+            engine=DEFAULT_ENGINE,
+        )
+        total = time.monotonic() - started
+        verdicts = [r.verdict for r in results]
+        upto = sorted({r.reason for r in results if r.verdict == "unknown"})
+        out.append(
+            {
+                "contract": c.name,
+                "bound": bound,
+                "proved": verdicts.count("proved"),
+                "counterexamples": verdicts.count("counterexample"),
+                "unknown": verdicts.count("unknown"),
+                "first counterexample s": round(first[0], 2) if first else "-",
+                "all verdicts s": round(total, 1) if not upto else "-",
+                "stopped s": round(total, 1) if upto else "-",
+                "open": "; ".join(upto) or "-",
+                "bounds proved (wall clock)": "; ".join(steps) or "-",
+            }
+        )
+        _say(f"deepen {c.name} at {bound}: {total:.1f} s, {verdicts}")
     return out
 
 
@@ -375,6 +442,7 @@ def parametric(bound: str, timeout: float) -> list[dict[str, Any]]:
 #: The sections of the benchmark, in the order they run.
 SECTIONS = (
     "proofs",
+    "deepen",
     "ordered",
     "counterexamples",
     "explorer",
@@ -407,6 +475,22 @@ def main(argv: list[str] | None = None) -> int:
         "--explorer-contracts",
         default="seqnum,ordered,ordered-before-first-tool-call,stable-id,read-set,"
         "no-divergence-check",
+    )
+    p.add_argument(
+        "--contract-files",
+        default="docs/examples/earlier-order.json,docs/examples/no-wait.json",
+        help="comma-separated contract files of the deepen section",
+    )
+    p.add_argument(
+        "--deepen-contracts",
+        default=",".join(CONTRACTS),
+        help="comma-separated published contracts of the deepen section",
+    )
+    p.add_argument(
+        "--deepen-deadline",
+        type=positive_number,
+        default=120.0,
+        help="seconds the deepen section gives each contract (the goal: 2 minutes)",
     )
     p.add_argument("--growth-contract", default="ordered")
     p.add_argument("--growth-bound", default="inputs=2,channels=2,keys=1,crashes=1")
@@ -465,6 +549,14 @@ def _run(args: argparse.Namespace) -> int:
     record: dict[str, Any] = {"cores": os.cpu_count(), "timeout": args.timeout}
     if "proofs" in only:
         record["proofs"] = proofs(args.contracts, args.bound, args.timeout, args.engine)
+    if "deepen" in only:
+        record["deepen"] = deepening(
+            args.contract_files,
+            args.deepen_contracts,
+            args.bound,
+            args.deepen_deadline,
+            args.timeout,
+        )
     if "ordered" in only:
         record["ordered"] = proofs(
             "ordered,ordered-before-first-tool-call", args.ordered_bound, args.timeout, args.engine

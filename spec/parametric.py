@@ -71,22 +71,20 @@ finitely many slot and key terms of the query (sound: instances of a hypothesis)
 each query is quantifier-free; ``lazy`` adds those instances only when a model
 falsifies them; ``quant`` gives Z3 the quantifiers (E-matching + MBQI).
 
-Run: ``python -m replay_contract.spec.parametric --help`` (see docs/parametric.md).
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 The engine of ``verify`` (:mod:`.induction`) does not use this module.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import z3
-
-from replay_contract.arguments import OneLineParser, positive_int
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -871,14 +869,6 @@ def bmc(o: Options, steps: int, timeout_ms: int) -> dict[str, tuple[str, float]]
     return out
 
 
-def _bounds(text: str) -> list[int | None]:
-    """An ``argparse`` type: a comma list of position bounds, ``none`` for unbounded."""
-    out: list[int | None] = []
-    for part in text.split(","):
-        out.append(None if part.strip() == "none" else positive_int(part))
-    return out
-
-
 def count(text: str) -> int:
     """An ``argparse`` type: a whole number, zero or more."""
     try:
@@ -894,86 +884,3 @@ def fact_names() -> list[str]:
     """The names of the invariant's facts (``--drop`` takes them)."""
     o = Options(safeguard=True)
     return [n for n, _ in all_facts(fresh_state("names"), z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]
-
-
-def report_initial(label: str, rows: Rows) -> None:
-    """One line: how many facts the initial state satisfies, and any it does not."""
-    bad = [r for r in rows if r[1] != "unsat"]
-    print(
-        f"initial {label}: {len(rows) - len(bad)}/{len(rows)} facts hold"
-        f" ({sum(r[2] for r in rows):.2f} s) {bad or ''}"
-    )
-
-
-def report_step(label: str, rows: Rows, total: float, quiet: bool) -> None:
-    """One line for the step's queries (and, unless ``quiet``, one per fact)."""
-    bad = [r for r in rows if r[1] != "unsat"]
-    if not quiet:
-        for name, res, dt in rows:
-            print(f"  {name:32s} {res:8s} {dt:7.3f} s")
-    print(
-        f"step {label}: {len(rows) - len(bad)}/{len(rows)} kept, "
-        f"max query {max(r[2] for r in rows):.3f} s, total {total:.2f} s"
-        + (f"; NOT kept: {', '.join(f'{r[0]} ({r[1]})' for r in bad)}" if bad else "")
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: the step's facts (and optionally the initial state and an
-    unrolling) for each bound of ``--n``."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric",
-        description="A parametric induction step for seqnum (experimental).",
-    )
-    ap.add_argument(
-        "--n", type=_bounds, default=[None], help="comma list of position bounds (none: unbounded)"
-    )
-    ap.add_argument("--keys", type=positive_int, default=None)
-    ap.add_argument("--entries", type=positive_int, default=1)
-    ap.add_argument("--variant", default="", choices=VARIANTS, help="a broken model")
-    ap.add_argument("--mode", default="manual", choices=("manual", "lazy", "quant"))
-    ap.add_argument("--hist", default="point", choices=("point", "lambda"))
-    ap.add_argument("--drop", default="", help="comma list of facts to leave out")
-    ap.add_argument("--safeguard", action="store_true", help="also divergence-safeguard")
-    ap.add_argument("--whole", action="store_true", help="one query for all facts")
-    ap.add_argument("--initial", action="store_true", help="check the initial state too")
-    ap.add_argument("--timeout", type=positive_int, default=120, help="seconds per query")
-    ap.add_argument("--bmc", type=count, default=0, help="also unroll this many steps")
-    ap.add_argument("--quiet", action="store_true", help="only the totals")
-    args = ap.parse_args(argv)
-    drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
-    known = fact_names()
-    unknown = [d for d in drop if d not in known]
-    if unknown:
-        ap.error(f"--drop: no fact named {unknown[0]!r} (known: {', '.join(known)})")
-    for n in args.n:
-        o = Options(
-            entries=args.entries,
-            n=n,
-            keys=args.keys,
-            variant=args.variant,
-            mode=args.mode,
-            hist=args.hist,
-            drop=drop,
-            safeguard=args.safeguard,
-        )
-        label = (
-            f"n={'none' if n is None else n} keys={args.keys} entries={o.entries} "
-            f"mode={o.mode} hist={o.hist} "
-            + ("+safeguard " if o.safeguard else "")
-            + f"variant={o.variant or 'seqnum'}"
-            + (f" drop={','.join(o.drop)}" if o.drop else "")
-        )
-        if args.initial:
-            report_initial(label, check_initial(o, args.timeout * 1000))
-        if args.bmc:
-            for name, (res, dt) in bmc(o, args.bmc, args.timeout * 1000).items():
-                print(f"bmc {args.bmc} steps {label}: {name} {res} ({dt:.2f} s)")
-        t0 = time.perf_counter()
-        rows = check_step(o, args.timeout * 1000, split=not args.whole)
-        report_step(label, rows, time.perf_counter() - t0, args.quiet)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

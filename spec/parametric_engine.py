@@ -1,4 +1,4 @@
-"""``verify --engine parametric``: the parametric induction steps of docs/parametric.md
+"""``verify --engine parametric``: the parametric induction steps of spec/notes/parametric.md
 as proofs that hold for every bound.
 
 A parametric step is a transition relation over Z3 arrays and an invariant quantified
@@ -8,7 +8,9 @@ state satisfies the invariant and every micro-step keeps it, the property holds 
 every bound. This module runs the steps a (contract, agent, property) has, as jobs of a
 process pool, and says which properties they prove:
 
-* ``ordered`` (the published rules, whatever the name and ``give_up_after``), agents
+* ``ordered`` (the published rules, whatever the name and ``give_up_after``, with either
+  rule of ``record_order`` that writes the order: with the first completion, or in an
+  entry of its own before the first tool call), agents
   ``stateful`` and ``chain``: all six properties. ``no-stale-reuse``, ``divergence-safeguard``,
   ``key-isolation`` and ``equivalent-outcome`` by the model of the store
   (:mod:`.parametric_ordered`, one job per agent with the facts of the properties
@@ -40,7 +42,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import attrs
-from attrs import frozen
+from attrs import evolve, frozen
 
 from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import ORDERED, SEQNUM, Contract
@@ -74,9 +76,11 @@ class Job:
     isolation: bool = False
     outcome: bool = False
     excuse: bool = False
+    #: ``record_order`` before-first-tool-call (the models of the store)
+    early: bool = False
 
     def cost(self) -> int:
-        """A rough order of the jobs' times (measured: docs/parametric.md)."""
+        """A rough order of the jobs' times (measured: spec/notes/parametric.md)."""
         per_model = {"ordered": 4, "complete": 4, "lost": 1, "seqnum": 0}
         return per_model[self.model] * ENTRIES.get(self.agent, 1) + self.outcome
 
@@ -119,7 +123,9 @@ def plan(
         jobs.setdefault(job, set()).add((agent, prop))
 
     agents = [a for a in bound.agents if a in ENTRIES]
-    if same_rules(contract, ORDERED):
+    # the model of the store takes both rules of record_order that write the order
+    early = contract.record_order == "before-first-tool-call"
+    if same_rules(evolve(contract, record_order=ORDERED.record_order), ORDERED):
         store = {NO_STALE_REUSE, DIVERGENCE_SAFEGUARD, KEY_ISOLATION, EQUIVALENT_OUTCOME}
         complete = COMPLETE_REUSE in wanted and bound.inputs <= contract.give_up_after
         for agent in agents:
@@ -132,11 +138,12 @@ def plan(
                     safeguard=DIVERGENCE_SAFEGUARD in wanted,
                     isolation=KEY_ISOLATION in wanted,
                     outcome=EQUIVALENT_OUTCOME in wanted,
+                    early=early,
                 )
                 for prop in asked:
                     serve(job, agent, prop)
             if complete:
-                serve(Job("complete", agent), agent, COMPLETE_REUSE)
+                serve(Job("complete", agent, early=early), agent, COMPLETE_REUSE)
                 serve(Job("lost", excuse=True), agent, COMPLETE_REUSE)
             if NO_LOST_INPUT in wanted:
                 serve(Job("lost", excuse=complete), agent, NO_LOST_INPUT)
@@ -169,7 +176,10 @@ def run(job: Job, timeout: float | None) -> Done:
     else:
         if job.model == "complete":
             oo = parametric_ordered.Options(
-                entries=entries, complete=True, only=parametric_ordered.COMPLETE_FACTS
+                entries=entries,
+                complete=True,
+                only=parametric_ordered.COMPLETE_FACTS,
+                early=job.early,
             )
         else:
             oo = parametric_ordered.Options(
@@ -177,6 +187,7 @@ def run(job: Job, timeout: float | None) -> Done:
                 safeguard=job.safeguard,
                 isolation=job.isolation,
                 outcome=job.outcome,
+                early=job.early,
             )
         checks = [
             lambda: parametric_ordered.check_initial(oo, ms),

@@ -99,19 +99,16 @@ monitor's cells of the live view (delivered, accepted, accepted version) keep wh
 last kept effects left; an accept is seen by the monitor unless a crash point is reached
 before its first effect.
 
-Run: ``python -m replay_contract.spec.parametric_lost --help`` (see docs/parametric.md).
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import z3
-
-from replay_contract.arguments import OneLineParser, positive_int
 
 from .parametric import (
     BOOL,
@@ -119,11 +116,8 @@ from .parametric import (
     INT,
     Facts,
     Rows,
-    _bounds,
     _kept,
     keyOf,
-    report_initial,
-    report_step,
     solve_each,
 )
 
@@ -248,8 +242,6 @@ VARIANTS = (
     "forget-outstanding",
     "deliver-lost",
 )
-#: the variants that break a part of the model only ``--excuse`` adds
-EXCUSE_VARIANTS = ("give-up-anywhere", "forget-outstanding", "deliver-lost")
 
 
 @dataclass
@@ -1084,59 +1076,3 @@ def check_step(o: Options, timeout_ms: int) -> Rows:
     for k in keys:
         hyps += bounds(a, r0, k, o)
     return solve_each(post, hyps, timeout_ms)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: the step's facts for each bound of ``--n``."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_lost",
-        description="A parametric induction step for ordered / no-lost-input (experimental).",
-    )
-    ap.add_argument(
-        "--n", type=_bounds, default=[None], help="comma list of record bounds (none: unbounded)"
-    )
-    ap.add_argument("--keys", type=positive_int, default=None)
-    ap.add_argument("--variant", default="", choices=VARIANTS, help="a broken model")
-    ap.add_argument(
-        "--excuse",
-        action="store_true",
-        help="also complete-reuse's excuse (a divergence finds its key excused, which lasts)",
-    )
-    ap.add_argument("--mode", default="manual", choices=("manual", "quant"))
-    ap.add_argument("--drop", default="", help="comma list of facts to leave out")
-    ap.add_argument("--initial", action="store_true", help="check the initial state too")
-    ap.add_argument("--timeout", type=positive_int, default=120, help="seconds per query")
-    ap.add_argument("--quiet", action="store_true", help="only the totals")
-    args = ap.parse_args(argv)
-    drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
-    if args.variant in EXCUSE_VARIANTS and not args.excuse:
-        ap.error(f"--variant {args.variant} needs --excuse")
-    known = fact_names(args.excuse)
-    unknown = [d for d in drop if d not in known]
-    if unknown:
-        ap.error(f"--drop: no fact named {unknown[0]!r} (known: {', '.join(known)})")
-    for n in args.n:
-        o = Options(
-            n=n,
-            keys=args.keys,
-            variant=args.variant,
-            mode=args.mode,
-            drop=drop,
-            excuse=args.excuse,
-        )
-        label = (
-            f"n={'none' if n is None else n} keys={args.keys} mode={o.mode} "
-            + ("excuse " if o.excuse else "")
-            + f"variant={o.variant or 'ordered'}"
-            + (f" drop={','.join(o.drop)}" if o.drop else "")
-        )
-        if args.initial:
-            report_initial(label, check_initial(o, args.timeout * 1000))
-        t0 = time.perf_counter()
-        rows = check_step(o, args.timeout * 1000)
-        report_step(label, rows, time.perf_counter() - t0, args.quiet)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

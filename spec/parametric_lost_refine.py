@@ -19,28 +19,26 @@ over-approximation of the machine.
 
 This is testing, not proof: it covers the runs it is given.
 
-Run: ``python -m replay_contract.spec.parametric_lost_refine [--random N] [--bound ...]``.
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 """
 
 from __future__ import annotations
 
 import random
-import sys
-from collections.abc import Sequence
 
 import z3
 
-from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
-from replay_contract.model.contracts import ORDERED
+from replay_contract.model.contracts import ORDERED, Contract
 
 from . import encoding as enc
 from . import parametric_lost as pl
 from . import parametric_refine as pr
-from .bound import Bound, BoundError, parse
+from .bound import Bound
 from .monitors import flag
-from .parametric import code, count, keyOf
-from .parametric_refine import DEFAULT_BOUND, Snapshot, bools, codes, machine_of, runs_of
+from .parametric import code, keyOf
+from .parametric_refine import Snapshot, bools, codes, machine_of, runs_of
 from .properties import NO_LOST_INPUT
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``),
@@ -181,10 +179,11 @@ def check_run(
     o: pl.Options,
     timeout_ms: int,
     reached: dict[str, int] | None = None,
+    contract: Contract = ORDERED,
 ) -> list[str]:
     """The first micro-step of one run the model cannot take (empty: it takes all);
     counts in ``reached`` what the run reached (when it is taken in full)."""
-    m = machine_of(ORDERED, bound, shape, node)
+    m = machine_of(contract, bound, shape, node)
     before = snapshot(m)
     records = [z3.IntVal(r) for r in range(bound.inputs)]
     keys = [z3.IntVal(k) for k in range(bound.keys)]
@@ -251,7 +250,7 @@ DRAWS = 200
 
 
 def waiting_runs(
-    bound: Bound, wanted: int, seed: int = 1
+    bound: Bound, wanted: int, seed: int = 1, contract: Contract = ORDERED
 ) -> list[tuple[bounded.Shape, bounded.Node]]:
     """``wanted`` random runs of ``bound`` under ``ordered`` that leave an input waiting
     (the machine is run concretely first, which costs little beside the solver); fewer
@@ -263,8 +262,8 @@ def waiting_runs(
         if len(out) == wanted:
             break
         shape = rng.choice(shapes)
-        node = bounded.random_run(shape, ORDERED, bound, rng.randrange)
-        m = machine_of(ORDERED, bound, shape, node)
+        node = bounded.random_run(shape, contract, bound, rng.randrange)
+        m = machine_of(contract, bound, shape, node)
         m.run()
         if m.reach["wait"]:
             out.append((shape, node))
@@ -272,13 +271,13 @@ def waiting_runs(
 
 
 def ordered_runs(
-    bound: Bound, sample: int, waiting: int, seed: int
+    bound: Bound, sample: int, waiting: int, seed: int, contract: Contract = ORDERED
 ) -> list[tuple[bounded.Shape, bounded.Node]]:
     """``waiting`` random runs of ``bound`` under ``ordered`` that leave an input waiting,
     then ``sample`` random runs (0: every run, unless ``waiting`` runs were asked for)."""
-    runs = waiting_runs(bound, waiting, seed) if waiting else []
+    runs = waiting_runs(bound, waiting, seed, contract) if waiting else []
     if sample or not waiting:
-        runs += runs_of(ORDERED, bound, sample, seed)
+        runs += runs_of(contract, bound, sample, seed)
     return runs
 
 
@@ -291,6 +290,7 @@ def check_runs(
     stop_after: int = 3,
     waiting: int = 0,
     excuse: bool = False,
+    contract: Contract = ORDERED,
 ) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
@@ -299,49 +299,7 @@ def check_runs(
     o = pl.Options(variant=variant, excuse=excuse)
 
     def one(shape: bounded.Shape, node: bounded.Node) -> list[str]:
-        return check_run(bound, shape, node, o, timeout_ms, out.reached)
+        return check_run(bound, shape, node, o, timeout_ms, out.reached, contract)
 
-    runs = ordered_runs(bound, sample, waiting, seed)
+    runs = ordered_runs(bound, sample, waiting, seed, contract)
     return pr.check_each(runs, one, out, stop_after)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: 0 if every micro-step checked is a step of the model."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_lost_refine",
-        description="Every micro-step of the machine of spec/encoding.py under ordered on the "
-        "runs of a bound is a step of the parametric model of no-lost-input (experimental).",
-    )
-    ap.add_argument("--bound", default=DEFAULT_BOUND)
-    ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
-    ap.add_argument("--variant", default="", choices=pl.VARIANTS, help="a broken model")
-    ap.add_argument(
-        "--waiting", type=count, default=0, help="that many random runs that leave an input waiting"
-    )
-    ap.add_argument(
-        "--excuse", action="store_true", help="also the model's part for complete-reuse's excuse"
-    )
-    ap.add_argument("--seed", type=count, default=1, help="of the random runs")
-    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
-    args = ap.parse_args(argv)
-    try:
-        bound = parse(args.bound)
-    except BoundError as e:
-        ap.error(str(e))
-    if args.variant in pl.EXCUSE_VARIANTS and not args.excuse:
-        ap.error(f"--variant {args.variant} needs --excuse")
-    done = check_runs(
-        bound,
-        args.random,
-        args.variant,
-        args.timeout * 1000,
-        args.seed,
-        waiting=args.waiting,
-        excuse=args.excuse,
-    )
-    label = f"{args.bound} variant={args.variant or 'ordered'}"
-    return pr.report(label + (" excuse" if args.excuse else ""), done)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

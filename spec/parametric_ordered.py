@@ -112,20 +112,18 @@ given two guards of the step: a kept divergence finds its key excused, and no ve
 an accepted input is accepted again. The guards are what the other half of the property would
 prove; :mod:`.parametric_ordered_refine` tests them on the machine's runs.
 
-Run: ``python -m replay_contract.spec.parametric_ordered --help`` (see docs/parametric.md).
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 The engine of ``verify`` does not use this module.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import z3
 
-from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model.bounded import AGENTS
 
 from .agentterms import Entry, Plan
@@ -136,12 +134,9 @@ from .parametric import (
     INT,
     Facts,
     Rows,
-    _bounds,
     _kept,
     code,
     keyOf,
-    report_initial,
-    report_step,
     same_hist,
     solve,
     solve_each,
@@ -309,22 +304,6 @@ VARIANTS = (
     "accept-again",
 )
 
-#: the variants that change nothing without an option: the option they need
-VARIANT_NEEDS = {
-    "forget-memory": "outcome",
-    "other-reads": "outcome",
-    "unexcused-divergence": "complete",
-    "accept-again": "complete",
-}
-
-
-def variant_error(variant: str, given: Container[str]) -> str | None:
-    """Why ``variant`` cannot be asked with the options ``given`` (None: it can)."""
-    need = VARIANT_NEEDS.get(variant)
-    if need is None or need in given:
-        return None
-    return f"--variant {variant}: changes nothing without --{need}"
-
 
 @dataclass
 class Options:
@@ -361,6 +340,9 @@ class Options:
     #: again (guards of the step); its variants: "unexcused-divergence" (a divergence
     #: needs no excuse), "accept-again" (an accepted input may be accepted again)
     complete: bool = False
+    #: ``record_order`` before-first-tool-call: the position is written in an entry of
+    #: its own before the plan runs (when not recorded yet), and no completion carries it
+    early: bool = False
 
 
 def plan_of(o: Options) -> Plan:
@@ -875,6 +857,28 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         E = z3.If(z3.And(saved, E[k] <= p), z3.Store(E, k, p + 1), E)
         W = z3.If(z3.And(saved, carries), z3.Store(W, k, z3.Store(W[k], p, sid)), W)
 
+    def order_entry() -> None:
+        """The standalone order entry when the position is not yet recorded: after the
+        plan (no completion carried it), or before it (``early``)."""
+        nonlocal eff, pres, rec, ver, pos, ent, tim, sera, ordf, void
+        lone = z3.And(acc, z3.Not(ordered))
+        saved = z3.And(lone, live(eff))
+        eff = eff + z3.If(lone, 1, 0)
+        oid = z3.Int(f"{tag}order.slot")
+        c.append(z3.Implies(acc, z3.Not(pres[oid])))
+        st.slots.append(oid)
+        now = tick(lone)
+        pres = z3.Store(pres, oid, saved)
+        rec, ver, pos = z3.Store(rec, oid, r), z3.Store(ver, oid, v), z3.Store(pos, oid, p)
+        ent, tim = z3.Store(ent, oid, ORDER), z3.Store(tim, oid, now)
+        sera, ordf = z3.Store(sera, oid, era2), z3.Store(ordf, oid, False)
+        void = z3.Store(void, oid, False)
+        wrote(saved, oid, z3.BoolVal(True))
+
+    if o.early:
+        order_entry()
+        ordered = z3.BoolVal(True)
+
     for e in range(o.entries):
 
         def match(
@@ -953,20 +957,8 @@ def step(a: OState, b: OState, o: Options, tag: str = "") -> Step:
         rd = z3.Store(rd, sid, read_now)
         wrote(saved, sid, carries)
         ordered = z3.Or(ordered, miss)
-    # the standalone order entry when no completion carried the position
-    lone = z3.And(acc, z3.Not(ordered))
-    saved = z3.And(lone, live(eff))
-    eff = eff + z3.If(lone, 1, 0)
-    oid = z3.Int(f"{tag}order.slot")
-    c.append(z3.Implies(acc, z3.Not(pres[oid])))
-    st.slots.append(oid)
-    now = tick(lone)
-    pres = z3.Store(pres, oid, saved)
-    rec, ver, pos = z3.Store(rec, oid, r), z3.Store(ver, oid, v), z3.Store(pos, oid, p)
-    ent, tim = z3.Store(ent, oid, ORDER), z3.Store(tim, oid, now)
-    sera, ordf = z3.Store(sera, oid, era2), z3.Store(ordf, oid, False)
-    void = z3.Store(void, oid, False)
-    wrote(saved, oid, z3.BoolVal(True))
+    if not o.early:
+        order_entry()
     E_acc, W_acc = E, W
     # -- divergence: ee and da reset; the key's settled slots at or after its position
     # are voided durably (one effect); "every-key" also voids another key's (``target``)
@@ -1305,93 +1297,3 @@ def check_step(o: Options, timeout_ms: int, split: bool = True) -> Rows:
             res, dt = solve([f for _, f in group], hyps, timeout_ms)
             out.append(("all facts", res, dt))
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: the step's facts for each bound of ``--n``."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_ordered",
-        description="A parametric induction step for ordered / no-stale-reuse (experimental).",
-    )
-    ap.add_argument(
-        "--n", type=_bounds, default=[None], help="comma list of position bounds (none: unbounded)"
-    )
-    ap.add_argument("--keys", type=positive_int, default=None)
-    ap.add_argument("--entries", type=positive_int, default=1)
-    ap.add_argument("--variant", default="", choices=VARIANTS, help="a broken model")
-    ap.add_argument("--mode", default="manual", choices=("manual", "quant"))
-    ap.add_argument("--drop", default="", help="comma list of facts to leave out")
-    ap.add_argument("--safeguard", action="store_true", help="also divergence-safeguard")
-    ap.add_argument("--isolation", action="store_true", help="also key-isolation")
-    ap.add_argument(
-        "--outcome", action="store_true", help="also equivalent-outcome (entries 1 or 2)"
-    )
-    ap.add_argument(
-        "--complete",
-        action="store_true",
-        help="also the store's half of complete-reuse (given the step's two guards)",
-    )
-    ap.add_argument("--whole", action="store_true", help="one query for all facts")
-    ap.add_argument(
-        "--fresh", action="store_true", help="one fresh solver per fact (default: push / pop)"
-    )
-    ap.add_argument("--initial", action="store_true", help="check the initial state too")
-    ap.add_argument("--timeout", type=positive_int, default=120, help="seconds per query")
-    ap.add_argument("--quiet", action="store_true", help="only the totals")
-    args = ap.parse_args(argv)
-    if args.outcome and args.entries > 2:
-        ap.error("--outcome: --entries must be 1 (stateful) or 2 (chain)")
-    given = {
-        name for name in ("safeguard", "isolation", "outcome", "complete") if getattr(args, name)
-    }
-    why = variant_error(args.variant, given)
-    if why:
-        ap.error(why)
-    drop = tuple(d.strip() for d in args.drop.split(",") if d.strip())
-    known = fact_names(
-        Options(
-            safeguard=args.safeguard,
-            isolation=args.isolation,
-            outcome=args.outcome,
-            complete=args.complete,
-        )
-    )
-    unknown = [d for d in drop if d not in known]
-    if unknown:
-        ap.error(
-            f"--drop: no fact named {unknown[0]!r} with these options (known: {', '.join(known)})"
-        )
-    for n in args.n:
-        o = Options(
-            entries=args.entries,
-            n=n,
-            keys=args.keys,
-            variant=args.variant,
-            mode=args.mode,
-            drop=drop,
-            incremental=not args.fresh,
-            safeguard=args.safeguard,
-            isolation=args.isolation,
-            outcome=args.outcome,
-            complete=args.complete,
-        )
-        label = (
-            f"n={'none' if n is None else n} keys={args.keys} entries={o.entries} "
-            f"mode={o.mode} "
-            + ("+safeguard " if o.safeguard else "")
-            + ("+isolation " if o.isolation else "")
-            + ("+outcome " if o.outcome else "")
-            + ("+complete " if o.complete else "")
-            + f"variant={o.variant or 'ordered'}"
-            + (f" drop={','.join(o.drop)}" if o.drop else "")
-        )
-        if args.initial:
-            report_initial(label, check_initial(o, args.timeout * 1000))
-        t0 = time.perf_counter()
-        rows = check_step(o, args.timeout * 1000, split=not args.whole)
-        report_step(label, rows, time.perf_counter() - t0, args.quiet)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

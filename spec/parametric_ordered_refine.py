@@ -50,19 +50,17 @@ failure-free run's outputs, and those values could collide.) Only one-field agen
 
 This is testing, not proof: it covers the runs it is given.
 
-Run: ``python -m replay_contract.spec.parametric_ordered_refine [--random N] [--bound ...]
-[--isolation] [--outcome]``.
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Container, Sequence
 from typing import Any
 
 import z3
 
-from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, Contract
 
@@ -71,12 +69,11 @@ from . import logic as lg
 from . import parametric_ordered as po
 from . import parametric_refine as pr
 from .agentterms import Plan
-from .bound import Bound, BoundError, parse
+from .bound import Bound
 from .monitors import flag
-from .parametric import INT, code, count, keyOf
+from .parametric import INT, code, keyOf
 from .parametric_lost_refine import excused, ordered_runs
 from .parametric_refine import (
-    DEFAULT_BOUND,
     SCALE,
     Snapshot,
     bools,
@@ -88,12 +85,6 @@ from .parametric_refine import (
     world_cells,
 )
 from .properties import KEY_ISOLATION
-
-#: the variants this check cannot catch, and why (refused by the command line)
-UNSEEN = {
-    "other-reads": "the refinement cannot catch it (the reads a completion saves are a "
-    "fresh value of the model, which may be the machine's)",
-}
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``:
 #: a kept reuse, a crash, a restore, an input left waiting by its arrival, a kept
@@ -371,6 +362,7 @@ def check_runs(
     outcome: bool = False,
     complete: bool = False,
     waiting: int = 0,
+    contract: Contract = ORDERED,
 ) -> pr.Outcome:
     """Every run of ``bound`` under ``ordered`` (``sample`` = 0) or ``sample`` random
     runs, and ``waiting`` random runs that leave an input waiting, each against the model
@@ -387,73 +379,9 @@ def check_runs(
             isolation=isolation,
             outcome=outcome,
             complete=complete,
+            early=contract.record_order == "before-first-tool-call",
         )
-        return check_run(ORDERED, bound, shape, node, o, timeout_ms, out.reached)
+        return check_run(contract, bound, shape, node, o, timeout_ms, out.reached)
 
-    return pr.check_each(ordered_runs(bound, sample, waiting, seed), one, out, stop_after)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: 0 if every micro-step checked is a step of the model."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_ordered_refine",
-        description="Every micro-step of the machine of spec/encoding.py under ordered on the "
-        "runs of a bound is a step of the parametric model (experimental).",
-    )
-    ap.add_argument("--bound", default=DEFAULT_BOUND)
-    ap.add_argument("--random", type=count, default=0, help="that many random runs (0: all)")
-    ap.add_argument(
-        "--variant",
-        default="",
-        choices=po.VARIANTS,
-        help="a broken model (forget-memory needs --outcome; other-reads is refused: "
-        "the refinement cannot catch it)",
-    )
-    ap.add_argument("--seed", type=count, default=1, help="of the random runs")
-    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
-    ap.add_argument("--isolation", action="store_true", help="also key-isolation's flag")
-    ap.add_argument(
-        "--outcome",
-        action="store_true",
-        help="also equivalent-outcome's memory, outputs and reads (one-field agents)",
-    )
-    ap.add_argument(
-        "--complete",
-        action="store_true",
-        help="also complete-reuse's cells, and its excuse as the machine's state defines it",
-    )
-    ap.add_argument(
-        "--waiting", type=count, default=0, help="that many random runs that leave an input waiting"
-    )
-    args = ap.parse_args(argv)
-    if args.variant in UNSEEN:
-        ap.error(f"--variant {args.variant}: {UNSEEN[args.variant]}")
-    given = {"safeguard"} | {n for n in ("isolation", "outcome", "complete") if getattr(args, n)}
-    why = po.variant_error(args.variant, given)
-    if why:
-        ap.error(why)
-    try:
-        bound = parse(args.bound)
-    except BoundError as e:
-        ap.error(str(e))
-    if args.outcome:
-        many = [a for a in bound.agents if len(Plan.of(bounded.AGENTS[a]).fields) != 1]
-        if many:
-            ap.error(f"--outcome: agent {many[0]!r} has more than one memory field")
-    done = check_runs(
-        bound,
-        args.random,
-        args.variant,
-        args.timeout * 1000,
-        args.seed,
-        isolation=args.isolation,
-        outcome=args.outcome,
-        complete=args.complete,
-        waiting=args.waiting,
-    )
-    label = "".join(f"+{n} " for n in ("isolation", "outcome", "complete") if getattr(args, n))
-    return pr.report(f"{args.bound} {label}variant={args.variant or 'ordered'}", done)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    runs = ordered_runs(bound, sample, waiting, seed, contract)
+    return pr.check_each(runs, one, out, stop_after)

@@ -15,13 +15,13 @@ ticks are any increasing integers; the machine's are consecutive). The ghost ``e
 
 This is testing, not proof: it covers the runs it is given.
 
-Run: ``python -m replay_contract.spec.parametric_refine [--random N] [--bound ...]``.
+No command line of its own: ``verify`` runs it (:mod:`.parametric_engine`), the tests
+drive it directly (tests/spec).
 """
 
 from __future__ import annotations
 
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +29,6 @@ from typing import Any, Protocol, TypeVar
 
 import z3
 
-from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named
@@ -38,14 +37,11 @@ from . import encoding as enc
 from . import logic as lg
 from . import parametric as ps
 from .agentterms import Plan
-from .bound import Bound, BoundError, parse
+from .bound import Bound
 from .monitors import flag
 
 #: the factor from the machine's ticks to the model's
 SCALE = 100
-
-#: the default bound of the command lines (every run of it: about 2200 under seqnum)
-DEFAULT_BOUND = "inputs=2,channels=2,keys=1,crashes=1,agents=stateful"
 
 Snapshot = dict[str, Any]
 
@@ -322,27 +318,3 @@ def check_each(
                 break
     out.seconds = time.perf_counter() - t0
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: 0 if every micro-step checked is a step of the model."""
-    ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_refine",
-        description="Every micro-step of the machine of spec/encoding.py on the runs of a "
-        "bound is a step of the parametric model (experimental).",
-    )
-    ap.add_argument("--bound", default=DEFAULT_BOUND)
-    ap.add_argument("--random", type=ps.count, default=0, help="that many random runs (0: all)")
-    ap.add_argument("--variant", default="", choices=ps.VARIANTS, help="a broken model")
-    ap.add_argument("--timeout", type=positive_int, default=60, help="seconds per micro-step")
-    args = ap.parse_args(argv)
-    try:
-        bound = parse(args.bound)
-    except BoundError as e:
-        ap.error(str(e))
-    done = check_runs(bound, args.random, args.variant, args.timeout * 1000)
-    return report(f"{args.bound} variant={args.variant or 'seqnum'}", done)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

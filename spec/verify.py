@@ -517,6 +517,31 @@ def verify_contract(
     return list(results.values())
 
 
+def reachability(
+    contract: Contract,
+    bound: Bound,
+    timeout: float | None = 600.0,
+    progress: Progress | None = None,
+) -> dict[str, str]:
+    """Only the reachability checks of :func:`verify_contract`, for a bound whose
+    verdicts are known otherwise (a proof for every bound): whether each behaviour is
+    reached by some run of the bound, of any agent."""
+    global _progress
+    _progress = progress
+    try:
+        reach = dict.fromkeys(BEHAVIOURS, "unreachable")
+        for agent in bound.agents:
+            outcome = _unroll(contract, agent, bound, (), timeout, True, {}, {})
+            for behaviour, seen in outcome.reach.items():
+                if reach[behaviour] != "reached" and seen != "unreachable":
+                    reach[behaviour] = seen
+            if all(v == "reached" for v in reach.values()):
+                break
+    finally:
+        _progress = None
+    return reach
+
+
 @frozen
 class AgentOutcome:
     """What the encoding of one agent gives: per property, and per behaviour checked."""

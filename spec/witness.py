@@ -61,6 +61,16 @@ def _modes(rng: random.Random, length: int, most: int) -> tuple[bounded.Mode, ..
     return tuple(mode)
 
 
+def random_shape(rng: random.Random, bound: Bound, agent: str) -> bounded.Shape:
+    """A random shape of the bound for ``agent``."""
+    return bounded.Shape(
+        _growth(rng, bound.inputs, bound.channels),
+        _growth(rng, bound.inputs, bound.keys),
+        _modes(rng, bound.inputs, bound.changes),
+        agent,
+    )
+
+
 def _pins(
     machine: enc.Machine, shape: bounded.Shape, moves: dict[int, enc.Move]
 ) -> list[z3.BoolRef]:
@@ -106,12 +116,7 @@ def find(
     for _ in range(tries):
         if not need or time.monotonic() - started > seconds:
             break
-        shape = bounded.Shape(
-            _growth(rng, bound.inputs, bound.channels),
-            _growth(rng, bound.inputs, bound.keys),
-            _modes(rng, bound.inputs, bound.changes),
-            agent,
-        )
+        shape = random_shape(rng, bound, agent)
         node = bounded.random_run(shape, contract, bound, rng.randrange)
         events = node.world.events
         shown = {n for n, test in bounded.REACH.items() if n in need and any(map(test, events))}

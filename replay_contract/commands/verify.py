@@ -77,6 +77,20 @@ def register(sub: Any) -> None:
         "counterexamples and checks reachability for the other two)",
     )
     p.add_argument(
+        "--deepen",
+        action="store_true",
+        help="cheapest answers first: counterexamples among random runs of the model, then "
+        "proofs bound by bound up to --bound, each counterexample shown as soon as it is "
+        "found and a progress line per bound (the default with --contract-file)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=positive_number,
+        default=None,
+        help="with --deepen: stop after this many seconds; a property not decided by then "
+        "is unknown, with the bound it is proved up to",
+    )
+    p.add_argument(
         "--no-reachability", action="store_true", help="skip the reachability (vacuity) checks"
     )
     p.add_argument(
@@ -113,6 +127,7 @@ def properties(text: str, timeouts: int = 1) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from replay_contract.spec.deepen import deepen
     from replay_contract.spec.induction import ClassMismatch
     from replay_contract.spec.verify import (
         EncodingMismatch,
@@ -147,24 +162,54 @@ def run(args: argparse.Namespace) -> int:
         # each contract's verdicts are shown as soon as they are known: a long run that
         # is stopped keeps what it found
         print(f"bound: {bound}\n", flush=True)
+    deepening = args.deepen or bool(args.contract_file)
+    if args.deadline is not None and not deepening:
+        raise CommandError("--deadline: only with --deepen (or --contract-file)")
     for contract in chosen:
         texts: list[str] = []
+        shown: set[str] = set()
+        hint = (
+            f"--contract-file {args.contract_file}"
+            if args.contract_file
+            else f"--contract {contract.name}"
+        )
+
+        def found(r: Any, shown: set[str] = shown, hint: str = hint) -> None:
+            # a counterexample is shown once it is found, before the proofs go on
+            write_counterexample(r, args.out)
+            shown.add(r.property)
+            if not args.json:
+                print(_text(r, explanation_table(r), hint), flush=True)
+
         try:
-            results = verify_contract(
-                contract,
-                bound,
-                props,
-                timeout=args.timeout,
-                reachability=not args.no_reachability,
-                progress=progress,
-                engine=args.engine,
-            )
+            if deepening:
+                results = deepen(
+                    contract,
+                    bound,
+                    props,
+                    deadline=args.deadline,
+                    progress=progress,
+                    found=found,
+                    timeout=args.timeout,
+                    reachability=not args.no_reachability,
+                    engine=args.engine,
+                )
+            else:
+                results = verify_contract(
+                    contract,
+                    bound,
+                    props,
+                    timeout=args.timeout,
+                    reachability=not args.no_reachability,
+                    progress=progress,
+                    engine=args.engine,
+                )
         except (EncodingMismatch, ClassMismatch) as exc:
             print(f"replay-contract verify: internal error: {exc}", file=sys.stderr)
             return NO_ANSWER
         budget = check_budget(contract, bound, args.timeout) if args.check_budget else None
         for r in results:
-            if r.counterexample is not None:
+            if r.counterexample is not None and r.counterexample.path is None:
                 write_counterexample(r, args.out)
             data = r.to_json()
             statuses.append(_status(r.verdict, expected, r.contract, r.property))
@@ -173,12 +218,8 @@ def run(args: argparse.Namespace) -> int:
             if budget is not None:
                 data["budget"] = budget
             out.append(data)
-            hint = (
-                f"--contract-file {args.contract_file}"
-                if args.contract_file
-                else f"--contract {r.contract}"
-            )
-            texts.append(_text(r, explanation_table(r), hint))
+            if r.property not in shown:
+                texts.append(_text(r, explanation_table(r), hint))
             if expected is not None and expected[r.contract, r.property] != r.verdict:
                 texts.append(
                     f"  differs from spec/manifest.json: "

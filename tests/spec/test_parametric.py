@@ -4,15 +4,12 @@ real machine of :mod:`.encoding` on concrete runs (:mod:`.parametric_refine`).""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from replay_contract.spec import parametric as pm
 from replay_contract.spec import parametric_refine as refine
-from replay_contract.spec import parametric_restore as restore
 from replay_contract.spec.bound import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,50 +132,3 @@ def test_a_broken_model_is_caught_by_the_refinement_check(variant: str) -> None:
     done = refine.check_runs(bound, sample=40, variant=variant, stop_after=1)
     assert len(done.failures) == 1
     assert "micro-step" in done.failures[0][1][0]
-
-
-def test_the_restore_scan_of_ordered() -> None:
-    assert {g: r for g, (r, _) in restore.check_scan().items()} == {
-        "expected-end is the ghost end": "unsat",
-        "expected is the ghost order": "unsat",
-    }
-    broken = restore.check_scan(variant="no-end-fact")
-    assert broken["expected-end is the ghost end"][0] == "sat"
-
-
-def test_command_line() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "replay_contract.spec.parametric", *COMMAND],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert len(lines) == 4
-    assert sum("14/14 kept" in line for line in lines) == 2
-    assert sum("14/14 facts hold" in line for line in lines) == 2
-
-
-@pytest.mark.parametrize(
-    ("module", "args", "message"),
-    [
-        ("parametric", ["--n", "abc"], "argument --n: expected a whole number, got 'abc'"),
-        ("parametric", ["--variant", "nope"], "argument --variant: invalid choice: 'nope'"),
-        ("parametric", ["--drop", "nosuch"], "--drop: no fact named 'nosuch'"),
-        ("parametric", ["--bmc", "-1"], "argument --bmc: expected a whole number, 0 or more"),
-        ("parametric_refine", ["--bound", "inputs=x"], "bound: inputs: expected an integer"),
-        ("parametric_restore", ["--timeout", "0"], "argument --timeout: expected a whole number"),
-    ],
-)
-def test_bad_input_is_one_line_and_exits_non_zero(
-    module: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    main = {"parametric": pm.main, "parametric_refine": refine.main}.get(module, restore.main)
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err, err

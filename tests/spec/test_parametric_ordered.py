@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import pytest
 import z3
+from attrs import evolve
 
+from replay_contract.model.contracts import ORDERED
 from replay_contract.spec import parametric_ordered as po
 from replay_contract.spec import parametric_ordered_refine as refine
 from replay_contract.spec.agentterms import output_term, write_term
 from replay_contract.spec.bound import parse
 from replay_contract.spec.logic import NONE
 from replay_contract.spec.parametric import Rows
+from replay_contract.spec.parametric_lost_refine import ordered_runs
 
 TIMEOUT_MS = 60_000
 
@@ -216,41 +219,22 @@ def test_concrete_agent_terms_are_distinct_model_values() -> None:
         assert solver.check() == z3.unsat, term
 
 
-@pytest.mark.parametrize(
-    ("module", "args", "message"),
-    [
-        ("step", ["--n", "0"], "argument --n: expected a whole number above 0, got '0'"),
-        ("step", ["--variant", "nope"], "argument --variant: invalid choice: 'nope'"),
-        ("step", ["--drop", "nosuch"], "--drop: no fact named 'nosuch'"),
-        ("step", ["--entries", "x"], "argument --entries: expected a whole number, got 'x'"),
-        ("step", ["--outcome", "--entries", "3"], "--outcome: --entries must be 1"),
-        (
-            "step",
-            ["--variant", "forget-memory"],
-            "--variant forget-memory: changes nothing without --outcome",
-        ),
-        ("step", ["--drop", "key isolation"], "--drop: no fact named 'key isolation' with these"),
-        (
-            "step",
-            ["--variant", "accept-again"],
-            "--variant accept-again: changes nothing without --complete",
-        ),
-        ("refine", ["--variant", "other-reads"], "--variant other-reads: the refinement cannot"),
-        (
-            "refine",
-            ["--variant", "forget-memory", "--isolation"],
-            "--variant forget-memory: changes nothing without --outcome",
-        ),
-        ("refine", ["--bound", "inputs=x"], "bound: inputs: expected an integer"),
-        ("refine", ["--random", "-2"], "argument --random: expected a whole number, 0 or more"),
-    ],
-)
-def test_bad_input_is_one_line_and_exits_2(
-    module: str, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    main = po.main if module == "step" else refine.main
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err, err
+# -- record_order before-first-tool-call (docs/examples/earlier-order.json) -------------
+
+
+def test_the_invariant_is_kept_with_the_order_written_before_the_first_tool_call() -> None:
+    o = po.Options(early=True)
+    assert not_kept(po.check_initial(o, TIMEOUT_MS)) == {}
+    assert not_kept(po.check_step(o, TIMEOUT_MS)) == {}
+
+
+def test_the_early_order_model_is_a_step_of_the_machine_under_that_rule() -> None:
+    early = evolve(ORDERED, name="ordered-early", record_order="before-first-tool-call")
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    done = refine.check_runs(bound, sample=3, seed=26, contract=early)
+    assert done.runs == 3 and done.failures == []
+    # and the model of the other rule is not: the refinement check tells them apart
+    runs = ordered_runs(bound, 2, 0, 26, early)
+    for shape, node in runs:
+        o = po.Options(entries=refine.entries(shape.agent), safeguard=True)
+        assert refine.check_run(early, bound, shape, node, o, TIMEOUT_MS, {})

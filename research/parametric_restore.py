@@ -26,7 +26,7 @@ variant ``no-end-fact`` drops the invariant's "no valid entry at ``E``" and must
 
 Only the scan is modelled (no keys' ranks, no advance loop, no waiting inputs).
 
-Run: ``python -m replay_contract.spec.parametric_restore [--mode quant] [--variant
+Run: ``python -m research.parametric_restore [--mode quant] [--variant
 no-end-fact]``.
 """
 
@@ -140,7 +140,7 @@ def check_scan(
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: prints each goal's answer."""
     ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_restore",
+        prog="python -m research.parametric_restore",
         description="The ordered restore's scan, stated parametrically (experimental).",
     )
     ap.add_argument("--mode", default="manual", choices=("manual", "quant"))

@@ -59,8 +59,8 @@ earlier one lies below it: the machine and the model only compare ticks, so that
 no run. The class of a micro-step stands for its members (``check_classes`` compares
 their formulas).
 
-Run: ``python -m replay_contract.spec.parametric_sym --bound ... [--agent ...]
-[--safeguard]`` (see docs/parametric.md).
+Run: ``python -m research.parametric_sym --bound ... [--agent ...]
+[--safeguard]`` (see spec/notes/parametric.md).
 """
 
 from __future__ import annotations
@@ -78,17 +78,16 @@ from replay_contract.arguments import OneLineParser, positive_int
 from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named
-
-from . import encoding as enc
-from . import induction as ind
-from . import logic as lg
-from . import parametric as ps
-from .agentterms import history_term
-from .bound import Bound, BoundError, parse
-from .logic import Sym
-from .monitors import flag
-from .parametric import Rows
-from .parametric_refine import SCALE, entries
+from replay_contract.spec import encoding as enc
+from replay_contract.spec import induction as ind
+from replay_contract.spec import logic as lg
+from replay_contract.spec import parametric as ps
+from replay_contract.spec.agentterms import history_term
+from replay_contract.spec.bound import Bound, BoundError, parse
+from replay_contract.spec.logic import Sym
+from replay_contract.spec.monitors import flag
+from replay_contract.spec.parametric import Rows
+from replay_contract.spec.parametric_refine import SCALE, entries
 
 #: the monitors the model has
 STALE, SAFEGUARD = "no-stale-reuse", "divergence-safeguard"
@@ -760,7 +759,7 @@ def refine(
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: 0 if the refinement holds (and the parametric step)."""
     ap = OneLineParser(
-        prog="python -m replay_contract.spec.parametric_sym",
+        prog="python -m research.parametric_sym",
         description="Every micro-step of the machine of spec/encoding.py at a bound is a "
         "step of the parametric model of spec/parametric.py (experimental).",
     )

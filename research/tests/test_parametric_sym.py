@@ -12,8 +12,8 @@ import pytest
 import z3
 
 from replay_contract.model.contracts import NO_DIVERGENCE_CHECK, SEQNUM
-from replay_contract.spec import parametric_sym as sym
 from replay_contract.spec.bound import parse
+from research import parametric_sym as sym
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
@@ -76,7 +76,7 @@ def test_the_history_lemmas_hold_and_need_their_hypotheses() -> None:
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "replay_contract.spec.parametric_sym", *args],
+        [sys.executable, "-m", "research.parametric_sym", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

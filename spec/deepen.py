@@ -1,0 +1,321 @@
+"""Verdicts as they come: ``verify --deepen``, for any contract.
+
+A proof at the default bound can take long for a contract no every-bound step fits (a
+proposed change). This engine asks the cheapest questions first and reports each
+answer once it has it, so a run that is stopped (Ctrl-C or ``--deadline``) still says
+what it knows:
+
+1. **Random runs of the model** at each bound of the ladder (:func:`ladder`), a few
+   seconds in all: a run whose trace breaks a property is a counterexample found by
+   the model itself, reduced as every counterexample is (:func:`.verify.simplify`).
+2. **Proofs deepening bound by bound**: :func:`.verify.verify_contract` (parametric
+   steps, induction, the unrolling, as ``verify`` chooses them) for the properties
+   still open, at each bound of the ladder in turn, one progress line per step with the
+   bound reached. A counterexample at a smaller bound is one within the asked bound
+   (every run of a smaller bound is a run of the larger), and closes the property; a
+   property proved at every bound by a parametric step needs no larger bound.
+
+Each step of the ladder runs in a process group of its own, so that the deadline can
+stop it (and its solver workers) at once; what is proved up to then is kept, and the
+properties left open get ``unknown`` with the bound they are proved up to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from attrs import evolve
+
+from replay_contract.model import bounded
+from replay_contract.model.contracts import Contract
+from replay_contract.model.run import simulate
+from replay_contract.model.scenario import Step
+from replay_contract.model.trace import Trace
+
+from . import witness
+from .bound import Bound
+from .properties import BOUNDED_WAITING, PROPERTIES, check
+from .verify import BEHAVIOURS, Counterexample, Result, shrink, simplify, verify_contract
+from .verify import reachability as reachability_of
+
+#: Seconds the random runs of the model may take, over all bounds of the ladder.
+SAMPLE_SECONDS = 5.0
+
+#: Random runs per bound of the ladder (within :data:`SAMPLE_SECONDS`).
+SAMPLE_RUNS = 400
+
+Progress = Callable[[str], None]
+Found = Callable[[Result], None]
+
+
+def ladder(target: Bound) -> list[Bound]:
+    """The bounds asked, smallest first, ending with ``target``: two inputs and one
+    crash (at most the target's), then three inputs, then the target's crashes, then the
+    inputs growing by half (at least one) up to the target's. Channels and keys are the
+    target's, at most the inputs. A step costs more than all the steps before it
+    together, so deepening adds about half to the time of the target alone."""
+
+    def at(inputs: int, crashes: int) -> Bound:
+        return evolve(
+            target,
+            inputs=inputs,
+            crashes=crashes,
+            channels=min(target.channels, inputs),
+            keys=min(target.keys, inputs),
+            changes=min(target.changes, inputs),
+        )
+
+    inputs, crashes = min(2, target.inputs), min(1, target.crashes)
+    out = [at(inputs, crashes)]
+    while (inputs, crashes) != (target.inputs, target.crashes):
+        if inputs < min(3, target.inputs) or crashes == target.crashes:
+            inputs = min(target.inputs, inputs + max(1, inputs // 2))
+        else:
+            crashes = target.crashes
+        out.append(at(inputs, crashes))
+    if out[-1] != target:
+        out.append(target)
+    return out
+
+
+def sample(
+    contract: Contract,
+    bounds: Sequence[Bound],
+    properties: Sequence[str],
+    seconds: float = SAMPLE_SECONDS,
+    runs: int = SAMPLE_RUNS,
+) -> Iterator[Result]:
+    """Counterexamples among random runs of the model, smallest bounds first: one
+    result per property broken, its scenario reduced in the model."""
+    open_ = list(properties)
+    started = time.monotonic()
+    for bound in bounds:
+        rng = random.Random(f"{contract.name}/deepen/{bound}")
+        for i in range(runs):
+            if not open_ or time.monotonic() - started > seconds:
+                return
+            agent = bound.agents[i % len(bound.agents)]
+            shape = witness.random_shape(rng, bound, agent)
+            node = bounded.random_run(shape, contract, bound, rng.randrange)
+            trace = Trace(node.world.agent, contract.basis, node.world.events)
+            for prop in [p for p in open_ if not check(p, trace).holds]:
+                t0 = time.monotonic()
+                steps = [s for s in node.steps if s.kind != "end"]
+                yield _counterexample(contract, bound, prop, shape, steps, t0)
+                open_.remove(prop)
+
+
+def _counterexample(
+    contract: Contract,
+    bound: Bound,
+    prop: str,
+    shape: bounded.Shape,
+    steps: list[Step],
+    started: float,
+) -> Result:
+    name = f"{contract.name}-{prop}"
+    description = (
+        f"Counterexample found by verify (a random run of the model) at bound {bound}: "
+        f"{contract.name} breaks {prop}."
+    )
+    full = shape.scenario(steps, name, description)
+    shape, steps = simplify(shape, shrink(full, contract, prop), contract, prop)
+    small = shape.scenario(steps, name, description)
+    run = simulate(small, contract)
+    verdict = check(prop, run.trace)
+    assert not verdict.holds, "a reduced counterexample must still break its property"
+    return Result(
+        contract.name,
+        prop,
+        "counterexample",
+        bound,
+        time.monotonic() - started,
+        counterexample=Counterexample(small, run, verdict.explanation),
+        engines={shape.agent: "model"},
+    )
+
+
+def _step(
+    contract: Contract,
+    bound: Bound,
+    properties: tuple[str, ...],
+    kwargs: dict[str, Any],
+    remaining: float | None,
+) -> list[Result] | None:
+    """``verify_contract`` at one bound in a process group of its own, or ``None`` when
+    ``remaining`` seconds pass first (the group is then killed)."""
+    answers: list[Result] | None = _in_group(
+        lambda: verify_contract(contract, bound, properties, **kwargs), remaining
+    )
+    return answers
+
+
+def _in_group(work: Callable[[], Any], remaining: float | None) -> Any:
+    """``work()`` in a forked process group of its own, or ``None`` when ``remaining``
+    seconds pass first or the user stops it (the group is then killed)."""
+    if "fork" not in mp.get_all_start_methods():  # no way to stop it: run it here
+        return work()
+    context = mp.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        os.setpgid(0, 0)
+        try:
+            send.send(work())
+        except BaseException as exc:
+            send.send(exc)
+
+    process = context.Process(target=child, daemon=False)
+    process.start()
+    send.close()
+    try:
+        if not receive.poll(remaining):
+            return None
+        answer = receive.recv()
+    except EOFError:
+        answer = RuntimeError("a step of verify --deepen ended without an answer")
+    except KeyboardInterrupt:  # the user stops: what is known so far is the answer
+        answer = None
+    finally:
+        _stop(process)
+    if isinstance(answer, BaseException):
+        raise answer
+    return answer
+
+
+def _stop(process: Any) -> None:
+    """Stop a step's process and every solver worker it started (its process group)."""
+    if process.is_alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    process.join()
+
+
+def deepen(
+    contract: Contract,
+    target: Bound,
+    properties: Sequence[str] | None = None,
+    *,
+    deadline: float | None = None,
+    progress: Progress | None = None,
+    found: Found | None = None,
+    **kwargs: Any,
+) -> list[Result]:
+    """Every property of ``properties`` at ``target`` (default: as
+    :func:`.verify.verify_contract`'s), cheapest answers first.
+
+    ``found`` is called with each counterexample as soon as it is known; ``deadline``
+    (seconds) stops the proofs, and the properties not decided by then are ``unknown``
+    with the bound they are proved up to. ``kwargs`` go to
+    :func:`.verify.verify_contract` (``timeout``, ``reachability``, ``workers``,
+    ``engine``); the reachability checks are made at the target only."""
+    started = time.monotonic()
+    if properties is None:  # as verify_contract: bounded-waiting only with a timeout step
+        properties = [p for p in PROPERTIES if target.timeouts or p != BOUNDED_WAITING]
+    say = progress or (lambda _: None)
+    bounds = ladder(target)
+    results: dict[str, Result] = {}
+    seconds = SAMPLE_SECONDS if deadline is None else min(SAMPLE_SECONDS, deadline / 4)
+    for r in sample(contract, bounds, properties, seconds):
+        r.seconds = time.monotonic() - started
+        say(f"{contract.name} / {r.property}: counterexample at {r.bound} ({_since(started)})")
+        results[r.property] = r
+        if found:
+            found(r)
+    proved_at: dict[str, Bound] = {}
+    every_bound: set[str] = set()
+    reach: dict[str, str] = {}
+    stopped = False
+    reachability = kwargs.pop("reachability", True)
+    for bound in bounds:
+        open_ = tuple(p for p in properties if p not in results and p not in every_bound)
+        if not open_:
+            break
+        last = bound == target
+        remaining = None if deadline is None else deadline - (time.monotonic() - started)
+        if remaining is not None and remaining <= 0:
+            break
+        say(f"{contract.name}: deepening to {bound} ({', '.join(open_)})")
+        answers = _step(
+            contract,
+            bound,
+            open_,
+            {**kwargs, "reachability": reachability and last, "progress": progress},
+            remaining,
+        )
+        if answers is None:
+            say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
+            stopped = True
+            break
+        for r in answers:
+            r.seconds = time.monotonic() - started  # the wall time to this answer
+            if r.verdict == "counterexample":
+                results[r.property] = r
+                say(f"{contract.name} / {r.property}: counterexample at {bound}")
+                if found:
+                    found(r)
+            elif r.verdict == "proved":
+                proved_at[r.property] = bound
+                if last:
+                    results[r.property] = r
+                elif r.engines and set(r.engines.values()) == {"parametric"}:
+                    every_bound.add(r.property)
+                    results[r.property] = evolve(r, bound=target)
+            elif last:
+                results[r.property] = r
+        proved = sorted(p for p, b in proved_at.items() if b == bound and p not in every_bound)
+        if proved:
+            say(f"{contract.name}: proved up to {bound}: {', '.join(proved)} ({_since(started)})")
+        if every_bound & set(open_):
+            ours = ", ".join(sorted(every_bound & set(open_)))
+            say(f"{contract.name}: proved for every bound: {ours} ({_since(started)})")
+        if last:
+            reach = answers[0].reachable if answers else {}
+    if reachability and not reach and not stopped:
+        # every verdict came before the target: its reachability checks still tell
+        # whether a proof there is vacuous (the witnesses make them cheap)
+        remaining = None if deadline is None else deadline - (time.monotonic() - started)
+        timeout = kwargs.get("timeout", 600.0)
+        if remaining is None or remaining > 0:
+            say(f"{contract.name}: reachability checks at {target}")
+            reach = _in_group(
+                lambda: reachability_of(contract, target, timeout, progress), remaining
+            )
+        if not reach:
+            reach = dict.fromkeys(BEHAVIOURS, "not checked (stopped)")
+        missing = [b for b in ("crash", "restore") if reach[b] in ("unreachable",)]
+        for r in results.values():
+            if r.verdict == "proved" and missing:
+                r.verdict = "unknown"
+                r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
+    for r in results.values():
+        r.reachable = dict(reach)
+    out = []
+    for p in properties:
+        if p in results:
+            out.append(results[p])
+            continue
+        upto = f"proved up to {proved_at[p]}" if p in proved_at else "not proved at any bound"
+        out.append(
+            Result(
+                contract.name,
+                p,
+                "unknown",
+                target,
+                time.monotonic() - started,
+                reason=f"{upto}; stopped before {target}",
+                reachable=dict(reach),
+            )
+        )
+    return out
+
+
+def _since(started: float) -> str:
+    return f"{time.monotonic() - started:.1f} s"

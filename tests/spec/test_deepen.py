@@ -1,0 +1,108 @@
+"""``verify --deepen``: counterexamples from random runs of the model first, then proofs
+bound by bound, and what a deadline leaves."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import multiprocessing
+import time
+from pathlib import Path
+
+import pytest
+from attrs import evolve
+
+from replay_contract.cli import main
+from replay_contract.model.contracts import ORDERED, SEQNUM
+from replay_contract.model.run import simulate
+from replay_contract.spec.bound import DEFAULT, parse
+from replay_contract.spec.deepen import deepen, ladder, sample
+from replay_contract.spec.properties import PROPERTIES, check
+
+NO_WAIT = evolve(ORDERED, name="ordered-no-wait", wait=False)
+EARLY = evolve(ORDERED, name="ordered-early", record_order="before-first-tool-call")
+
+
+def test_the_ladder_raises_one_dimension_at_a_time_up_to_the_bound() -> None:
+    steps = ladder(DEFAULT)
+    assert steps[0] == evolve(DEFAULT, inputs=2, crashes=1)
+    assert steps[-1] == DEFAULT
+    assert [(b.inputs, b.crashes) for b in steps] == [(2, 1), (3, 1), (3, 2), (4, 2), (6, 2)]
+    for a, b in itertools.pairwise(steps):  # one dimension at a time
+        assert (b.inputs > a.inputs) != (b.crashes > a.crashes)
+    tiny = parse("inputs=1,channels=1,keys=1,crashes=0")
+    assert ladder(tiny) == [tiny]
+
+
+def test_random_runs_find_each_broken_property_reduced_and_replayed() -> None:
+    found = list(sample(NO_WAIT, ladder(DEFAULT), PROPERTIES, seconds=3.0))
+    broken = {r.property for r in found}
+    assert {"no-stale-reuse", "complete-reuse"} <= broken
+    for r in found:
+        assert r.verdict == "counterexample"
+        ce = r.counterexample
+        assert ce is not None
+        assert not check(r.property, simulate(ce.scenario, NO_WAIT).trace).holds
+        assert len(ce.scenario.topology.records) <= 3  # reduced
+
+
+def test_a_sound_contract_gives_no_random_counterexample() -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=1")
+    assert list(sample(ORDERED, ladder(bound), PROPERTIES, seconds=2.0)) == []
+
+
+def test_deepening_agrees_with_the_manifest_at_a_small_bound() -> None:
+    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    said: list[str] = []
+    shown: list[str] = []
+    results = deepen(
+        SEQNUM,
+        bound,
+        ["no-stale-reuse", "complete-reuse"],
+        progress=said.append,
+        found=lambda r: shown.append(r.property),
+        workers=1,
+    )
+    verdicts = {r.property: r.verdict for r in results}
+    assert verdicts == {"no-stale-reuse": "proved", "complete-reuse": "counterexample"}
+    assert shown == ["complete-reuse"]
+    assert any(f"proved up to {bound}: no-stale-reuse" in line for line in said)
+
+
+def test_a_deadline_leaves_unknown_with_the_bound_reached() -> None:
+    started = time.monotonic()
+    results = deepen(EARLY, DEFAULT, ["no-lost-input"], deadline=6.0, workers=1)
+    assert time.monotonic() - started < 20
+    (r,) = results
+    assert r.verdict == "unknown"
+    # how far it got depends on the machine's load; that it says so does not
+    assert r.reason.startswith(("proved up to inputs=", "not proved at any bound"))
+    assert r.reason.endswith(f"stopped before {DEFAULT}")
+    assert multiprocessing.active_children() == []  # the step stopped with its workers
+
+
+def test_cli_refuses_a_deadline_without_deepen(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--contract", "seqnum", "--deadline", "5"]) == 2
+    assert "--deadline" in capsys.readouterr().err
+
+
+def test_cli_contract_file_deepens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proposal = tmp_path / "no-wait.json"
+    proposal.write_text(json.dumps({"name": "nw", "based_on": "ordered", "wait": False}))
+    status = main(
+        [
+            "verify",
+            "--contract-file",
+            str(proposal),
+            "--property",
+            "complete-reuse",
+            "--quiet",
+            "--json",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert status == 1
+    (result,) = json.loads(capsys.readouterr().out)
+    assert result["verdict"] == "counterexample"
+    assert Path(result["counterexample"]).exists()
