@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_contract.model.topology import canonical
@@ -28,6 +28,7 @@ JSON = st.recursive(
 )
 
 
+@settings(deadline=None)  # a loaded machine makes a first example slow
 @given(JSON)
 def test_canonical_is_the_standard_encoders_text(value: Any) -> None:
     assert canonical(value) == STANDARD.encode(value)

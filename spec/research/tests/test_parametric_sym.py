@@ -13,7 +13,7 @@ import z3
 
 from replay_contract.model.contracts import NO_DIVERGENCE_CHECK, SEQNUM
 from replay_contract.spec.bound import parse
-from research import parametric_sym as sym
+from spec.research import parametric_sym as sym
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000

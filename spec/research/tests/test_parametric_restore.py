@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research import parametric_restore as restore
+from spec.research import parametric_restore as restore
 
 
 def test_the_restore_scan_of_ordered() -> None:
