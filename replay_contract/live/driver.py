@@ -42,10 +42,11 @@ from replay_contract.model.agent import Agent
 from replay_contract.model.contracts import CONTRACTS, Contract
 from replay_contract.model.scenario import Scenario
 from replay_contract.model.topology import Key, Record, Topology, key_text
+from replay_contract.runtime.state import record_json, record_of
 from replay_contract.services.common import free_ports, resolve_classpath
 
 from . import environment
-from .plan import Inexpressible, plan, record_json, record_of
+from .plan import Inexpressible, plan
 
 #: The Kafka connector the source uses (the newest built for Flink 1.19/1.20 on Central).
 KAFKA_CONNECTOR = "org.apache.flink:flink-sql-connector-kafka:3.2.0-1.19"

@@ -40,11 +40,11 @@ from replay_contract.runtime.state import (
     _invalidation_json,
     _key_state,
     _key_state_json,
+    record_json,
+    record_of,
 )
 from replay_contract.runtime.store import ActionStateStore
 from replay_contract.runtime.view import KeyName, LiveView, key_name
-
-from .plan import record_json, record_of
 
 
 def connect(config: dict[str, Any]) -> ActionStateStore:

@@ -26,6 +26,7 @@ from replay_contract.model.contracts import Contract
 from replay_contract.model.run import run_schedule
 from replay_contract.model.scenario import Scenario
 from replay_contract.model.topology import Record
+from replay_contract.runtime.state import record_json
 
 
 class Inexpressible(ValueError):
@@ -59,20 +60,6 @@ class Plan:
         return {
             "attempts": [[record_json(r) for r in attempt.deliveries] for attempt in self.attempts]
         }
-
-
-def record_json(r: Record) -> dict[str, Any]:
-    return {
-        "id": r.identity,
-        "key": r.key,
-        "payload": r.payload,
-        "channel": r.channel,
-        "offset": r.offset,
-    }
-
-
-def record_of(d: dict[str, Any]) -> Record:
-    return Record(d["id"], d["key"], d["payload"], d["channel"], d["offset"])
 
 
 def plan(scenario: Scenario, contract: Contract) -> Plan:

@@ -98,7 +98,8 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _record_json(r: Record) -> dict[str, Any]:
+def record_json(r: Record) -> dict[str, Any]:
+    """A record as JSON (the form keyed state and the live job keep it in)."""
     return {
         "id": r.identity,
         "key": r.key,
@@ -108,7 +109,7 @@ def _record_json(r: Record) -> dict[str, Any]:
     }
 
 
-def _record(d: dict[str, Any]) -> Record:
+def record_of(d: dict[str, Any]) -> Record:
     return Record(d["id"], d["key"], d["payload"], d["channel"], d["offset"])
 
 
@@ -121,7 +122,7 @@ def _key_state_json(ks: KeyState) -> dict[str, Any]:
         "key": ks.key,
         "next": ks.next_position,
         "memory": ks.memory,
-        "waiting": [_record_json(r) for r in ks.waiting],
+        "waiting": [record_json(r) for r in ks.waiting],
         "expected": [_recorded_json(r) for r in ks.expected],
         "diverge_at": ks.diverge_at,
     }
@@ -132,7 +133,7 @@ def _key_state(d: dict[str, Any]) -> KeyState:
         d["key"],
         d["next"],
         dict(d["memory"]),
-        [_record(r) for r in d["waiting"]],
+        [record_of(r) for r in d["waiting"]],
         RecordedOrder(Recorded(*r) for r in d["expected"]),
         d["diverge_at"],
     )
