@@ -35,14 +35,13 @@ from attrs import evolve
 
 from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
-from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Step
 from replay_contract.model.trace import Trace
 
 from . import witness
 from .bound import Bound
 from .properties import BOUNDED_WAITING, PROPERTIES, check
-from .verify import BEHAVIOURS, Counterexample, Result, shrink, simplify, verify_contract
+from .verify import BEHAVIOURS, Result, reduced, verify_contract
 from .verify import reachability as reachability_of
 
 #: Seconds the random runs of the model may take, over all bounds of the ladder.
@@ -125,19 +124,14 @@ def _counterexample(
         f"Counterexample found by verify (a random run of the model) at bound {bound}: "
         f"{contract.name} breaks {prop}."
     )
-    full = shape.scenario(steps, name, description)
-    shape, steps = simplify(shape, shrink(full, contract, prop), contract, prop)
-    small = shape.scenario(steps, name, description)
-    run = simulate(small, contract)
-    verdict = check(prop, run.trace)
-    assert not verdict.holds, "a reduced counterexample must still break its property"
+    found = reduced(contract, prop, shape, shape.scenario(steps, name, description))
     return Result(
         contract.name,
         prop,
         "counterexample",
         bound,
         time.monotonic() - started,
-        counterexample=Counterexample(small, run, verdict.explanation),
+        counterexample=found,
         engines={shape.agent: "model"},
     )
 

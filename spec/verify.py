@@ -271,11 +271,19 @@ def replay(
             f"{name}: the decoded run {[str(s) for s in steps]} of "
             f"{shape} does not break {prop} in the model"
         )
-    shape, steps = simplify(shape, shrink(scenario, problem.contract, prop), problem.contract, prop)
-    small = shape.scenario(steps, name, description)
-    run = simulate(small, problem.contract)
+    return reduced(problem.contract, prop, shape, scenario)
+
+
+def reduced(
+    contract: Contract, prop: str, shape: bounded.Shape, scenario: Scenario
+) -> Counterexample:
+    """``scenario``, a run of ``shape`` that breaks ``prop`` in the model, shrunk and
+    simplified, then replayed through the model once more."""
+    shape, steps = simplify(shape, shrink(scenario, contract, prop), contract, prop)
+    small = shape.scenario(steps, scenario.name, scenario.description)
+    run = simulate(small, contract)
     verdict = check(prop, run.trace)
-    assert not verdict.holds
+    assert not verdict.holds, "a reduced counterexample must still break its property"
     return Counterexample(small, run, verdict.explanation)
 
 
