@@ -18,6 +18,8 @@ from .logic import NONE, Sym
 
 TAG_HISTORY = 1
 TAG_PACK = 2
+#: the field number of an action's output in its term's tag (a write's is the field's)
+OUTPUT_FIELD = 31
 
 
 @frozen
@@ -66,6 +68,16 @@ def _pack(values: tuple[Sym, ...]) -> tuple[Sym, Sym]:
     return values[0], lg.node(TAG_PACK, 0, 0, rest[0], rest[1])
 
 
+def unpack(count: int, c: Sym, d: Sym) -> tuple[Sym, ...]:
+    """The ``count`` values that :func:`_pack` packed into ``c`` and ``d`` (concrete
+    terms only)."""
+    if count <= 2:
+        return (c, d)[:count]
+    _, tag, _, _, rest_c, rest_d = d
+    assert tag == TAG_PACK
+    return (c, *unpack(count - 1, rest_c, rest_d))
+
+
 def write_term(entry: Entry, field: int, record: Sym, version: Sym, reads: tuple[Sym, ...]) -> Sym:
     c, d = _pack(reads)
     return lg.node(100 + 32 * entry.index + field, record, version, c, d)
@@ -73,7 +85,7 @@ def write_term(entry: Entry, field: int, record: Sym, version: Sym, reads: tuple
 
 def output_term(entry: Entry, record: Sym, version: Sym, reads: tuple[Sym, ...]) -> Sym:
     c, d = _pack(reads)
-    return lg.node(100 + 32 * entry.index + 31, record, version, c, d)
+    return lg.node(100 + 32 * entry.index + OUTPUT_FIELD, record, version, c, d)
 
 
 def history_term(prefix: Sym, record: Sym, version: Sym) -> Sym:

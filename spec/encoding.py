@@ -71,10 +71,12 @@ from attrs import define, field
 
 from replay_contract.model.bounded import AGENTS, BoundLike
 from replay_contract.model.contracts import Contract
+from replay_contract.model.trace import Trace
 
 from . import logic as lg
 from .agentterms import Plan, output_term, write_term
 from .cells import Cells
+from .events import Recorder
 from .logic import NONE, Sym
 from .monitors import Monitors
 
@@ -181,6 +183,7 @@ class Machine:
         epoch: int,
         first: int | None = None,
         one_checkpoint: bool = False,
+        recorder: Recorder | None = None,
     ) -> None:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
@@ -242,6 +245,8 @@ class Machine:
             w.scalar("timeouts", 0)
         self.monitors = Monitors(self.plan, n, k, contract.basis, op, w)
         self.saved = op.copy()
+        #: the model's trace events of a concrete run (:mod:`.events`), if recorded
+        self.recorder = recorder
 
     #: The machine's state for :func:`.digest.digest`: what the facts about a state
     #: read. Not the record of the run (``decode``, ``after_epoch``, ``reach``: the
@@ -349,6 +354,14 @@ class Machine:
             lg.le(0, op.at("diverge-at", key)),
         )
 
+    def record_give_up(self, happens: Sym, key: Sym, reason: str) -> None:
+        """The recorded input at ``key``'s next position is given up for ``reason``
+        (recorded only: the divergence that follows is the machine's)."""
+        if self.recorder and lg.and_(happens, self.live()) is True:
+            position = self.op.at("next", key)
+            missing = self.op.at("expected", key, position)
+            self.recorder.give_up(key, position, missing, reason)
+
     def insert(self, key: Sym, guard: Sym, time: int) -> None:
         fresh = lg.and_(guard, lg.eq(self.op.at("inserted", key), ABSENT))
         self.op.put("inserted", key, time, fresh)
@@ -453,6 +466,13 @@ class Machine:
             here = lg.and_(happens, present)
             some = self.voids_some(target, position, keep)
             earlier = self.voidable()
+            voided = []
+            if self.recorder and here is True:
+                voided = [
+                    s.index
+                    for s in self.voidable("completion")
+                    if self.valid(s) is True and self.voids(s, target, position, keep) is True
+                ]
             time = self.tick()
             if c.durable_invalidation:
                 kept = self.effect(here)
@@ -475,11 +495,15 @@ class Machine:
                 self.op.put("volatile-rank", target, rank, lg.and_(here, lg.lt(rank, old)))
             self.reach["invalidation"] = lg.or_(self.reach["invalidation"], kept)
             self.monitors.invalidate(kept, key, target, some)
+            if self.recorder and kept is True:
+                self.recorder.invalidate(key, position, voided, c.durable_invalidation)
 
     def order_entry(self, happens: Sym, key: Sym, position: Sym, record: Sym, version: Sym) -> None:
         if lg._const(happens) is False:
             return
         kept = self.effect(happens)
+        if self.recorder and kept is True:
+            self.recorder.order(position, record, version)
         time = self.tick()
         for s in self.written("order"):
             if s.epoch == self.current:
@@ -501,6 +525,8 @@ class Machine:
         prefix = op.at("history", key)
         kept = lg.and_(happens, self.live())
         self.monitors.accept(kept, key, position, record, version, self.tick())
+        if self.recorder and kept is True:
+            self.recorder.accept(position, record, version)
         op.put("next", key, lg.add(position, 1), happens)
         self.insert(key, happens, self.time)
         memory = [op.at("memory", key, f) for f in range(len(self.plan.fields))]
@@ -517,14 +543,18 @@ class Machine:
             self.monitors.reuse(
                 reused, key, position, reads, found.prefix, found.reads, found.time, prefix
             )
+            if self.recorder and reused is True:
+                self.recorder.reuse(position, record, version, entry.index, found.index, reads)
             self.reach["reuse"] = lg.or_(self.reach["reuse"], reused)
             self.tick()
             if c.on_miss == "invalidate":
                 some = self.voids_some(key, position, (record, version))
                 self.invalidate(lg.and_(miss, some), key, position, (record, version))
-            for _ in entry.tools:
+            for tool in entry.tools:
                 called = self.effect(miss)
                 self.monitors.tool(called, record, version, entry.index)
+                if self.recorder and called is True:
+                    self.recorder.tool(position, record, version, entry.index, tool, reads)
                 self.tick()
             writes = {f: write_term(entry, f, record, version, reads) for f in entry.writes}
             output = output_term(entry, record, version, reads) if entry.output else NONE
@@ -545,12 +575,22 @@ class Machine:
                         time=time,
                     )
             self.monitors.save(saved, record, version, entry.index)
+            if self.recorder and saved is True:
+                slot = next(
+                    s.index
+                    for s in self.written("completion")
+                    if s.epoch == self.current and s.entry == entry.index and s.record == record
+                )
+                self.recorder.save(position, record, version, entry.index, slot, reads, carries)
             ordered = lg.or_(ordered, lg.and_(lg.not_(found.any), carries))
             for f in entry.writes:
                 memory[f] = lg.ite(found.any, found.writes[f], writes[f])
             if entry.output:
                 value = lg.ite(found.any, found.output, output)
-                self.monitors.output(lg.and_(happens, self.live()), key, entry.index, value)
+                emitted = lg.and_(happens, self.live())
+                self.monitors.output(emitted, key, entry.index, value)
+                if self.recorder and emitted is True:
+                    self.recorder.output(record, version, entry.index, value)
                 self.tick()
         if c.record_order != "no":
             self.order_entry(lg.and_(happens, lg.not_(ordered)), key, position, record, version)
@@ -579,6 +619,8 @@ class Machine:
         op.set("marker", lg.minimum(needed, self.time + 1), happens)
         self.saved.assign(op, happens)
         self.tick()
+        if self.recorder and happens is True:
+            self.recorder.checkpoint()
 
     def recorded_order(self, key: int) -> tuple[list[Sym], list[Sym], list[Sym]]:
         """Per position: whether the store records an input there, which, which version."""
@@ -612,6 +654,8 @@ class Machine:
             return
         op, w = self.op, self.world
         self.monitors.restore(happens, self.saved)
+        if self.recorder and happens is True:
+            self.recorder.restore()
         self.reach["restore"] = lg.or_(self.reach["restore"], happens)
         op.assign(self.saved, happens)
         w.set("up", True, happens)
@@ -676,6 +720,9 @@ class Machine:
                 )
                 first = lg.ite(cond, q, first)
             gives_up = lg.and_(happens, lg.le(0, first))
+            if self.recorder and lg.and_(gives_up, self.live()) is True:
+                missing = op.at("expected", key, first)
+                self.recorder.give_up_before(key, first, missing, record)
             op.put("expected-end", key, first, gives_up)
             old = op.at("diverge-at", key)
             op.put(
@@ -731,10 +778,14 @@ class Machine:
         after, arg = w["after"], w["after-arg"]
         post = lg.and_(finished, lg.eq(after, AFTER_ARRIVAL))
         still = lg.and_(post, op.at("waiting", arg))
-        self.reach["wait"] = lg.or_(self.reach["wait"], lg.and_(still, self.live()))
+        waited = lg.and_(still, self.live())
+        self.reach["wait"] = lg.or_(self.reach["wait"], waited)
+        if self.recorder and waited is True:
+            self.recorder.wait(w["key"], arg, loop["head"] if expecting else -1)
         self.tick()
         waiting_count = lg.count(loop["candidates"])
         give_up = lg.and_(still, lg.lt(c.give_up_after, waiting_count), expecting)
+        self.record_give_up(give_up, w["key"], f"more than {c.give_up_after} inputs waited")
         w.set("phase", lg.ite(give_up, ADVANCE, IDLE), post)
         w.set("after", AFTER_NOTHING, post)
         after_restore = lg.and_(finished, lg.eq(after, AFTER_RESTORE))
@@ -761,6 +812,7 @@ class Machine:
         op, w = self.op, self.world
         go = lg.and_(happens, present)
         diverges = lg.and_(go, lg.lt(op.at("next", key), op.at("expected-end", key)))
+        self.record_give_up(diverges, key, "end of input")
         w.set("phase", ADVANCE, go)
         w.set("key", key, go)
         w.set("after", AFTER_END, go)
@@ -785,6 +837,7 @@ class Machine:
         go = lg.and_(happens, present)
         expecting = lg.lt(op.at("next", key), op.at("expected-end", key))
         diverges = lg.and_(go, expecting, self.waits(key))
+        self.record_give_up(diverges, key, "the wait bound passed")
         w.set("phase", ADVANCE, go)
         w.set("key", key, go)
         w.set("after", AFTER_TIMEOUT, go)
@@ -793,6 +846,8 @@ class Machine:
         w.set("phase", IDLE, over)
         w.set("after", AFTER_NOTHING, over)
         self.monitors.timeout(over, self.shape.key)
+        if self.recorder and over is True:
+            self.recorder.timeout()
         return diverges
 
     def end_macro(self) -> None:
@@ -807,6 +862,8 @@ class Machine:
         w.set("phase", IDLE, reached)
         w.set("crashes", lg.add(w["crashes"], lg.ite(reached, 1, 0)))
         self.reach["crash"] = lg.or_(self.reach["crash"], reached)
+        if self.recorder and reached is True:
+            self.recorder.crash()
         w.set("cut", -1, lg.or_(reached, macro_over))
 
     # -- one micro-step ----------------------------------------------------------------
@@ -881,6 +938,10 @@ class Machine:
         w.set("up", False, crashed)
         w.set("crashes", lg.add(w["crashes"], lg.ite(crashed, 1, 0)))
         self.reach["crash"] = lg.or_(self.reach["crash"], crashed)
+        if self.recorder and crashed is True:
+            self.recorder.crash()
+        if self.recorder and idle is True:
+            self.recorder.step()
         delivering = lg.and_(idle, lg.eq(move.main, DELIVER))
         restoring = lg.and_(idle, lg.eq(move.main, RESTORE)) if boundary else False
         ending = lg.and_(idle, lg.eq(move.main, END))
@@ -909,6 +970,8 @@ class Machine:
         self.assume(lg.implies(lg.and_(delivering, lg.not_(again)), lg.eq(record, w["delivered"])))
         self.assume(lg.implies(ending, lg.not_(lg.or_(*has_next))))
         version = lg.ite(lg.and_(again, lg.eq(lg.select(record, self.shape.mode, 0), 2)), 1, 0)
+        if self.recorder and delivering is True:
+            self.recorder.deliver(record, version)
         info["record"] = record
         op.put("offset", move.channel, lg.add(record, 1), delivering)
         w.put("high", move.channel, lg.add(record, 1), lg.and_(delivering, lg.not_(again)))
@@ -947,6 +1010,7 @@ class Machine:
         adv = lg.and_(lg.eq(w["phase"], ADVANCE), lg.not_(heavy)) if c.wait else False
         loop = self.loop_state(adv)
         take_head, take_waiting = loop["take_head"], loop["take_waiting"]
+        self.record_give_up(loop["changed_head"], w["key"], "the input came back changed")
         first: Sym = 0
         if c.wait:
             candidates = loop["candidates"]
@@ -994,6 +1058,8 @@ class Machine:
         self.assume(lg.le(w["timeouts"], self.timeouts))
         if not (c.wait and c.give_up_on_timeout):
             self.monitors.timeout(timing, self.shape.key)
+            if self.recorder and timing is True:
+                self.recorder.timeout()
             return False
         inserted = [op.cell("inserted", kk) for kk in range(self.k)]
         order = self.ordered_keys(inserted)
@@ -1010,6 +1076,9 @@ class Machine:
             for k in range(self.k)
         ]
         self.monitors.end(done, memory, self.shape.key)
+        if self.recorder and done is True:
+            inserted = sorted((self.op.cell("inserted", k), k) for k in range(self.k))
+            self.recorder.end(memory, [k for rank, k in inserted if rank < ABSENT])
 
     def epoch_of(self, t: int) -> int:
         """The epoch micro-step ``t`` belongs to."""
@@ -1052,6 +1121,12 @@ class Machine:
     @property
     def finished(self) -> Sym:
         return lg.eq(self.world["phase"], DONE)
+
+    def trace(self) -> Trace:
+        """The model's trace of the run, as recorded (a concrete run only)."""
+        if self.recorder is None:
+            raise ValueError("the machine ran without a recorder (a symbolic run)")
+        return self.recorder.trace(self.contract.basis)
 
 
 def _rank(time: Sym) -> Sym:
@@ -1188,6 +1263,7 @@ def run_concrete(
         epoch,
         first,
         one_checkpoint=one_checkpoint,
+        recorder=Recorder(shape, steps),
     )
     env.boundaries = machine.boundaries
     machine.run()
