@@ -78,6 +78,12 @@ def unpack(count: int, c: Sym, d: Sym) -> tuple[Sym, ...]:
     return (c, *unpack(count - 1, rest_c, rest_d))
 
 
+def place(tag: int) -> tuple[int, int]:
+    """The plan entry and the field (:data:`OUTPUT_FIELD` for the output) of a write's
+    or an output's term, from its tag."""
+    return divmod(tag - 100, 32)
+
+
 def write_term(entry: Entry, field: int, record: Sym, version: Sym, reads: tuple[Sym, ...]) -> Sym:
     c, d = _pack(reads)
     return lg.node(100 + 32 * entry.index + field, record, version, c, d)

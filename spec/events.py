@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from replay_contract.model import trace as t
-from replay_contract.model.agent import call_tool, execute
+from replay_contract.model.agent import Effects, call_tool, execute
 from replay_contract.model.bounded import Shape, record_name
 from replay_contract.model.scenario import Step
 from replay_contract.model.topology import Key, Record
 
-from .agentterms import OUTPUT_FIELD, Plan, unpack
+from .agentterms import OUTPUT_FIELD, Plan, place, unpack
 from .logic import NONE, Sym
 
 
@@ -47,7 +47,9 @@ class Recorder:
         self.plan = Plan.of(self.agent)
         self.actions = list(self.agent.plan())
         self.records = [scenario.topology.record(record_name(r)) for r in range(shape.inputs)]
-        self.keys: dict[int, Key] = {k: rec.key for k, rec in zip(shape.key, self.records)}
+        self.keys: dict[int, Key] = {
+            k: rec.key for k, rec in zip(shape.key, self.records, strict=True)
+        }
         self.events: list[t.Event] = []
         self.checkpoints = 0
         #: durable writes kept so far: the log index of the next one
@@ -72,8 +74,8 @@ class Recorder:
         found = self._values.get(term)
         if found is None:
             _, tag, record, version, c, d = term
-            entry = self.plan.entries[(tag - 100) // 32]
-            field = (tag - 100) % 32
+            index, field = place(tag)
+            entry = self.plan.entries[index]
             reads = tuple(self.value(x) for x in unpack(len(entry.reads), c, d))
             effects = self.run(entry.index, self.input(record, version), reads)
             if field == OUTPUT_FIELD:
@@ -83,7 +85,7 @@ class Recorder:
             self._values[term] = found
         return found
 
-    def run(self, entry: int, record: Record, reads: tuple[Any, ...]) -> Any:
+    def run(self, entry: int, record: Record, reads: tuple[Any, ...]) -> Effects:
         """What the action at ``entry`` of the plan does with ``record`` and ``reads``."""
         path, action = self.actions[entry]
         results = tuple((tool, call_tool(tool, record, path, reads)) for tool in action.tools)
@@ -149,8 +151,8 @@ class Recorder:
     ) -> None:
         r = self.input(record, version)
         path = self.actions[entry][0]
-        completion = self.completions[slot]
-        self.add(t.Reuse(r.key, position, r.identity, r.digest, path, completion, self.values(reads)))
+        completion, values = self.completions[slot], self.values(reads)
+        self.add(t.Reuse(r.key, position, r.identity, r.digest, path, completion, values))
 
     def tool(
         self, position: Sym, record: Sym, version: Sym, entry: int, tool: str, reads: Sequence[Sym]
@@ -174,8 +176,8 @@ class Recorder:
         path = self.actions[entry][0]
         completion = self.completions[slot] = self.written
         self.written += 1
-        reads_ = self.values(reads)
-        self.add(t.Save(r.key, position, r.identity, r.digest, path, completion, reads_, order))
+        values = self.values(reads)
+        self.add(t.Save(r.key, position, r.identity, r.digest, path, completion, values, order))
 
     def output(self, record: Sym, version: Sym, entry: int, value: Sym) -> None:
         r = self.input(record, version)

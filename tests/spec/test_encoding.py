@@ -1,10 +1,12 @@
 """The encoding, run concretely, against the model and the property predicates.
 
 For every scenario of a small bound (and for random walks of larger ones) the machine of
-``replay_contract.spec.encoding`` is driven by the scenario's schedule; the property
-flags its monitors set must equal the verdicts of ``spec/properties.py`` on the model's
-trace. This is what makes the Z3 formula (the same code, given variables) a faithful
-translation of the model and of the predicates.
+``replay_contract.spec.encoding`` is driven by the scenario's schedule. The trace events
+it records (``spec/events.py``) must equal the model's, event by event; the verdicts of
+``spec/properties.py`` on its trace must equal their verdicts on the model's; and the
+property flags its monitors set must equal the properties its trace breaks. This is what
+makes the Z3 formula (the same code, given variables) a faithful translation of the
+model, and the monitors a faithful translation of the predicates.
 """
 
 from __future__ import annotations
@@ -30,15 +32,34 @@ EARLY = evolve(CONTRACTS["ordered"], name="ordered-early", record_order="before-
 EVERY = {**CONTRACTS, **MUTANTS, EARLY.name: EARLY}
 
 
-def agree(contract, bound, shape, node) -> None:
-    machine = enc.run_concrete(contract, bound, shape, node.steps)
-    steps = [str(s) for s in node.steps]
-    assert all(a is True for a in machine.assumptions), f"not representable: {steps}"
-    assert machine.world["phase"] == enc.DONE, f"unfinished: {steps}"
-    trace = t.Trace(node.world.agent, contract.basis, node.world.events)
-    want = {v.property for v in check_all(trace) if not v.holds}
-    got = {p for p in PROPERTIES if machine.world[flag(p)]}
-    assert got == want, f"{contract.name} {shape} {steps}"
+def agree(contract, bound, shape, steps, world) -> set[str]:
+    """The machine driven by ``steps`` against the model's run of them (``world``): the
+    same events, the same verdicts, and monitors that flag the properties its trace
+    breaks. The properties broken."""
+    machine = enc.run_concrete(contract, bound, shape, steps)
+    where = f"{contract.name} {shape} {[str(s) for s in steps]}"
+    assert all(a is True for a in machine.assumptions), f"not representable: {where}"
+    assert machine.world["phase"] == enc.DONE, f"unfinished: {where}"
+    model = t.Trace(world.agent, contract.basis, world.events)
+    trace = machine.trace()
+    same_events(trace.events, model.events, where)
+    verdicts = check_all(trace)
+    assert verdicts == check_all(model), where
+    broken = {v.property for v in verdicts if not v.holds}
+    assert {p for p in PROPERTIES if machine.world[flag(p)]} == broken, where
+    return broken
+
+
+def same_events(got, want, where: str) -> None:
+    """``got`` (the machine's) equals ``want`` (the model's), naming the first event
+    where they differ."""
+    for i, (a, b) in enumerate(zip(got, want, strict=False)):
+        assert a == b, f"{where}: event {i} differs\n  machine: {a}\n  model:   {b}"
+    assert len(got) == len(want), (
+        f"{where}: the machine has {len(got)} events, the model {len(want)}; "
+        f"from event {min(len(got), len(want))} on, machine: {list(got[len(want) :])}, "
+        f"model: {list(want[len(got) :])}"
+    )
 
 
 @pytest.mark.parametrize("name", list(CONTRACTS))
@@ -48,7 +69,7 @@ def test_every_run_of_a_small_bound(name: str) -> None:
     count = 0
     for shape in bounded.shapes(bound):
         for node in bounded.runs(shape, contract, bound):
-            agree(contract, bound, shape, node)
+            agree(contract, bound, shape, node.steps, node.world)
             count += 1
     assert count > 2000
 
@@ -62,13 +83,14 @@ def test_random_runs_of_a_larger_bound(name: str) -> None:
     for _ in range(40):
         shape = rng.choice(shapes)
         node = bounded.random_run(shape, contract, bound, rng.randrange)
-        agree(contract, bound, shape, node)
+        agree(contract, bound, shape, node.steps, node.world)
 
 
 @pytest.mark.parametrize("name", ["ordered", "seqnum", "ordered-ignores-timeout"])
 def test_random_runs_with_a_timeout(name: str) -> None:
-    """A ``timeout`` step put at a random place of random runs: the machine's
-    bounded-waiting flag (and every other) equals the predicates' verdicts."""
+    """A ``timeout`` step put at a random place of random runs: the machine's events
+    (what the timeout gives up and releases), its bounded-waiting flag and every other
+    agree with the model and the predicates."""
     from replay_contract.model.errors import ScenarioError
     from replay_contract.model.run import run_schedule
     from replay_contract.model.scenario import Step
@@ -89,20 +111,14 @@ def test_random_runs_with_a_timeout(name: str) -> None:
         except ScenarioError:
             continue  # the operator is down there
         tried += 1
-        machine = enc.run_concrete(contract, bound, shape, steps)
-        assert all(a is True for a in machine.assumptions), f"not representable: {steps}"
-        assert machine.world["phase"] == enc.DONE, f"unfinished: {steps}"
-        trace = t.Trace(world.agent, contract.basis, world.events)
-        want = {v.property for v in check_all(trace) if not v.holds}
-        got = {p for p in PROPERTIES if machine.world[flag(p)]}
-        assert got == want, f"{contract.name} {shape} {[str(s) for s in steps]}"
+        agree(contract, bound, shape, steps, world)
 
 
 @pytest.mark.parametrize("name", ["ordered", "ordered-ignores-timeout"])
 def test_a_timeout_after_the_lost_last_record_of_a_split(name: str) -> None:
     """The catalogue's lost-last-of-split-timeout in the bound's grammar: B waits for
-    the lost A; the machine flags bounded-waiting exactly where the model's trace breaks
-    it (the variant that ignores timeouts)."""
+    the lost A; the machine's events are the model's, and it flags bounded-waiting
+    exactly where the model's trace breaks it (the variant that ignores timeouts)."""
     from replay_contract.model.run import run_schedule
     from replay_contract.model.scenario import Step
 
@@ -118,12 +134,5 @@ def test_a_timeout_after_the_lost_last_record_of_a_split(name: str) -> None:
         Step("timeout"),
     )
     world = run_schedule(shape.scenario(steps), contract)
-    want = {
-        v.property
-        for v in check_all(t.Trace(world.agent, contract.basis, world.events))
-        if not v.holds
-    }
-    machine = enc.run_concrete(contract, bound, shape, steps)
-    got = {p for p in PROPERTIES if machine.world[flag(p)]}
-    assert got == want
-    assert ("bounded-waiting" in got) == (name == "ordered-ignores-timeout")
+    broken = agree(contract, bound, shape, steps, world)
+    assert ("bounded-waiting" in broken) == (name == "ordered-ignores-timeout")
