@@ -57,8 +57,12 @@ restores and none in the last epoch (``one_checkpoint``); the tests that compare
 ``verify`` with the explorer cover that.
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
-interpreter (the tests compare it with the model, event by event in effect); driven by
-Z3 variables it is the formula ``verify`` solves.
+interpreter, and :func:`run_concrete` has it record the model's trace events as they
+happen (:mod:`.events`, :meth:`Machine.trace`), which the tests compare with the model's
+trace event by event; driven by Z3 variables it is the formula ``verify`` solves. A
+symbolic run has no recorder, and the machine builds nothing for one: the formula is the
+same with or without recording (a recorder is called only where the event's condition
+is the Python value ``True``).
 """
 
 from __future__ import annotations

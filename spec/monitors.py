@@ -8,9 +8,11 @@ that is set when the predicate would fail. Every update is guarded by the condit
 happens (and is not cut off by a crash), so the same code watches one concrete run or
 every run of a bound at once.
 
-The translation is checked against the predicates: on every scenario of small bounds
-and on generated ones, the flags of the encoding run concretely equal the verdicts of
-:func:`replay_contract.spec.properties.check_all` on the model's trace
+The translation is checked against the predicates on the same runs: on every scenario
+of a small bound and on random ones of larger bounds, the encoding run concretely
+records the model's trace events (:mod:`.events`), equal to the model's event by event;
+the flags its monitors set equal the properties that
+:func:`replay_contract.spec.properties.check_all` finds broken on that trace
 (``tests/spec/test_encoding.py``).
 
 The monitors follow the *effective timeline* of the predicates: the accepted history
