@@ -429,8 +429,9 @@ def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> s
             examples.append(_counterexample(root, name, v))
     text = (
         "Verdicts of `replay-contract verify`, recorded in the manifest. *Holds for* says "
-        "whether a proof covers only the runs of the bound or every bound (a parametric "
-        "step, see [Engines](internals/engines.md)); the *time budget* is the most "
+        "whether a proof covers only the runs of the bound or every bound (an opt-in "
+        "parametric step, which the manifest's check uses, see "
+        "[Engines](internals/engines.md)); the *time budget* is the most "
         "the manifest's check allows the verdict to take, not a measured time.\n\n"
     )
     text += md_table(["contract", "verdict", "holds for", "bound", "time budget"], rows)
@@ -439,7 +440,7 @@ def _property_from_manifest(root: Path, name: str, manifest: list[Verdict]) -> s
 
 def proof_scope(v: Verdict) -> str:
     """What a manifest verdict covers: a counterexample is one run; a proof holds at its
-    bound, or for every bound when ``verify``'s parametric steps prove the property for
+    bound, or for every bound when the opt-in parametric steps prove the property for
     that contract (for ``ordered``'s ``complete-reuse``: every bound of at most
     ``give_up_after`` inputs)."""
     if v.verdict != "proved":
@@ -447,7 +448,7 @@ def proof_scope(v: Verdict) -> str:
     if v.contract not in CONTRACTS or not v.bound:
         return "the bound"
     from replay_contract.spec import bound as bounds
-    from replay_contract.spec.parametric_engine import plan
+    from replay_contract.spec.everybound.parametric_engine import plan
 
     contract = CONTRACTS[v.contract]
     at = bounds.parse(v.bound)
@@ -547,7 +548,7 @@ def gen_verdict_matrix(root: Path) -> str:
     return (
         "Verdicts of `replay-contract verify`, recorded in the manifest with their bound. "
         "A proof *at the bound* covers every run within the bound; a proof *for every "
-        "bound* is a parametric step ([Engines](internals/engines.md)) and covers "
+        "bound* is an opt-in parametric step ([Engines](internals/engines.md)) and covers "
         "runs of any size.\n\n" + table
     )
 

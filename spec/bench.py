@@ -18,10 +18,11 @@ Not a test: it measures and prints (``--json`` for a machine-readable record).
   of time); the row with the most runs is the largest bound the explorer finishes;
 - ``deepen``: what a user runs for a proposed change, ``verify --deepen`` (the default
   with ``--contract-file``), for each contract file of ``--contract-files`` and each
-  published contract at ``--bound`` with ``verify``'s default engine: the seconds to
+  published contract at ``--bound`` with ``--deepen-engine`` (``verify``'s default,
+  induction, unless told; ``parametric`` opts in to the every-bound steps): the seconds to
   the first counterexample and to all verdicts (or to ``--deepen-deadline``), the
   verdicts and the largest bound every open property is proved at;
-- ``parametric``: the parametric steps of ``ordered`` (spec/notes/parametric.md) that
+- ``parametric``: the opt-in every-bound steps of ``ordered`` (spec/everybound/) that
   ``verify --engine parametric`` runs for its six properties at ``--ordered-bound``;
   their queries do not depend on the bound: each model and agent as a job of its own,
   one worker per core, and the wall-clock time of all of them; then (``parametric
@@ -54,9 +55,9 @@ from replay_contract.arguments import OneLineParser, one_line, positive_int, pos
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
 
-from . import parametric_engine
-from .bound import Bound, BoundError, parse
+from .bound import DEFAULT_ENGINE, ENGINES, Bound, BoundError, parse
 from .bounded_explore import Exploration, explore
+from .everybound import parametric_engine
 from .properties import COMPLETE_REUSE, PROPERTIES
 from .verify import Result, verify_contract
 
@@ -164,14 +165,14 @@ def proofs(
 
 
 def deepening(
-    files: str, names: str, bound: str, deadline: float, timeout: float
+    files: str, names: str, bound: str, deadline: float, timeout: float, engine: str
 ) -> list[dict[str, Any]]:
-    """``verify --deepen`` for each contract file and each named contract: one row each."""
+    """``verify --deepen --engine ENGINE`` for each contract file and each named
+    contract: one row each."""
     from pathlib import Path
 
     from replay_contract.model.contracts import contract_from_json
 
-    from .bound import DEFAULT_ENGINE
     from .deepen import deepen
 
     chosen = [
@@ -202,7 +203,7 @@ def deepening(
             progress=step,
             found=found,
             timeout=timeout,
-            engine=DEFAULT_ENGINE,
+            engine=engine,
         )
         total = time.monotonic() - started
         verdicts = [r.verdict for r in results]
@@ -211,6 +212,7 @@ def deepening(
             {
                 "contract": c.name,
                 "bound": bound,
+                "engine": engine,
                 "proved": verdicts.count("proved"),
                 "counterexamples": verdicts.count("counterexample"),
                 "unknown": verdicts.count("unknown"),
@@ -492,6 +494,13 @@ def main(argv: list[str] | None = None) -> int:
         default=120.0,
         help="seconds the deepen section gives each contract (the goal: 2 minutes)",
     )
+    p.add_argument(
+        "--deepen-engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help="the engine of the deepen section (default verify's, induction; "
+        "'parametric' opts in to the every-bound steps)",
+    )
     p.add_argument("--growth-contract", default="ordered")
     p.add_argument("--growth-bound", default="inputs=2,channels=2,keys=1,crashes=1")
     p.add_argument("--growth-steps", type=positive_int, default=1)
@@ -506,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=positive_number, default=120.0)
     p.add_argument(
         "--engine",
-        choices=("unrolling", "induction", "parametric"),
+        choices=ENGINES,
         default="unrolling",
         help="the engine of the proofs, ordered, explorer, growth and frontier sections "
         "(see verify --engine)",
@@ -556,6 +565,7 @@ def _run(args: argparse.Namespace) -> int:
             args.bound,
             args.deepen_deadline,
             args.timeout,
+            args.deepen_engine,
         )
     if "ordered" in only:
         record["ordered"] = proofs(

@@ -289,6 +289,8 @@ def deepen(
             if r.verdict == "proved" and missing:
                 r.verdict = "unknown"
                 r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
+    if reachability and not reach:  # stopped before the target
+        reach = dict.fromkeys(BEHAVIOURS, "not checked (stopped)")
     for r in results.values():
         r.reachable = dict(reach)
     out = []

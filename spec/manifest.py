@@ -7,8 +7,9 @@ that ``simulate`` replays. ``status`` says how the verdict is established today:
 ``tests/spec/test_manifest.py``) or ``explorer-only`` (the exhaustive explorer of the
 model gives it at that bound, the symbolic proof does not finish within the budget yet).
 
-``python -m replay_contract.spec.manifest`` runs ``verify`` (with its default engine,
-:data:`.bound.DEFAULT_ENGINE`, and the reachability checks) on every ``verified`` entry
+``python -m replay_contract.spec.manifest`` runs ``verify`` (with
+:data:`.bound.MANIFEST_ENGINE`, the opt-in every-bound steps where they fit, and the
+reachability checks) on every ``verified`` entry
 and reports any difference; ``--write`` rewrites the counterexample files.
 """
 
@@ -26,7 +27,7 @@ from replay_contract.arguments import OneLineParser
 from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.scenario import Scenario, loads
 
-from .bound import DEFAULT_ENGINE, Bound, parse
+from .bound import MANIFEST_ENGINE, Bound, parse
 
 #: The folder of this package in a checkout (``--write`` rewrites the counterexample files
 #: there); reading goes through :mod:`importlib.resources`, so an installed wheel reads
@@ -95,7 +96,7 @@ def check(entries: list[Expected], write: bool = False) -> list[str]:
             bound,
             [e.property for e in group],
             timeout=max(e.budget for e in group),
-            engine=DEFAULT_ENGINE,
+            engine=MANIFEST_ENGINE,
         )
         for e, r in zip(group, results, strict=True):
             if r.verdict != e.verdict:

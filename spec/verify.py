@@ -42,7 +42,7 @@ from replay_contract.model.scenario import Scenario, Step
 from replay_contract.model.trace import Trace
 
 from . import encoding as enc
-from . import induction, parametric_engine, witness
+from . import induction, witness
 from . import logic as lg
 from .agentterms import Plan
 from .bound import ENGINES, Bound
@@ -442,9 +442,9 @@ def verify_contract(
     first proved by induction (:mod:`.induction`); the unrolling answers for the rest.
     There each step class of each agent is a job of its own (default: at most one
     worker per core), the costliest first (:func:`_classes_in_parallel`). With
-    ``engine="parametric"`` (the command's default), the parametric steps that fit the
-    contract (:mod:`.parametric_engine`) go first, as proofs for every bound; what they
-    leave goes on as with ``induction``.
+    ``engine="parametric"`` (opt-in), the parametric steps that fit the contract
+    (:mod:`.everybound.parametric_engine`) go first, as proofs for every bound; what
+    they leave goes on as with ``induction``.
     """
     global _progress
     if properties is None:
@@ -454,6 +454,8 @@ def verify_contract(
     _progress = progress  # forked workers inherit it and report as they go
     by_step: dict[tuple[str, str], tuple[bool, float, str]] = {}
     if engine == "parametric":
+        from .everybound import parametric_engine  # opt-in: hand-written second models
+
         by_step = parametric_engine.prove(contract, bound, properties, timeout, workers, progress)
         for (agent, prop), (ok, _, why) in sorted(by_step.items()):
             if not ok:

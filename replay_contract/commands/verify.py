@@ -22,6 +22,7 @@ from replay_contract.spec.bound import (
     DEFAULT,
     DEFAULT_ENGINE,
     ENGINES,
+    MANIFEST_ENGINE,
     BoundError,
     parse,
     too_large,
@@ -68,13 +69,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--engine",
         choices=ENGINES,
-        default=DEFAULT_ENGINE,
-        help="how properties are proved: 'parametric' (default: the parametric steps, which "
-        "hold for every bound, where one fits the contract: ordered's six properties and "
-        "two of seqnum's; then as 'induction'), 'induction' (an invariant kept by every "
-        "micro-step, for contracts it has an invariant for; then as 'unrolling') or "
-        "'unrolling' (every run of the bound unrolled into one formula; it also finds the "
-        "counterexamples and checks reachability for the other two)",
+        default=None,
+        help="how properties are proved: 'induction' (default: an invariant kept by every "
+        "micro-step of the machine, for contracts it has an invariant for; then as "
+        "'unrolling'), 'unrolling' (every run of the bound unrolled into one formula; it "
+        "also finds the counterexamples and checks reachability for the other two) or, "
+        "opt-in, 'parametric' (proofs for every bound by hand-written models of ordered's "
+        "and seqnum's rules, then as 'induction'; what they rest on: "
+        "spec/everybound/README.md). With --manifest the default is the manifest's, "
+        "'parametric'",
     )
     p.add_argument(
         "--deepen",
@@ -163,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         # is stopped keeps what it found
         print(f"bound: {bound}\n", flush=True)
     deepening = args.deepen or bool(args.contract_file)
+    engine = args.engine or (MANIFEST_ENGINE if args.manifest else DEFAULT_ENGINE)
     if args.deadline is not None and not deepening:
         raise CommandError("--deadline: only with --deepen (or --contract-file)")
     for contract in chosen:
@@ -192,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
                     found=found,
                     timeout=args.timeout,
                     reachability=not args.no_reachability,
-                    engine=args.engine,
+                    engine=engine,
                 )
             else:
                 results = verify_contract(
@@ -202,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                     timeout=args.timeout,
                     reachability=not args.no_reachability,
                     progress=progress,
-                    engine=args.engine,
+                    engine=engine,
                 )
         except (EncodingMismatch, ClassMismatch) as exc:
             print(f"replay-contract verify: internal error: {exc}", file=sys.stderr)
@@ -227,14 +231,16 @@ def run(args: argparse.Namespace) -> int:
                 )
         if not args.json:
             reach = results[0].reachable if results else {}
-            checked = any(v != "not checked" for v in reach.values())
+            values = set(reach.values())
+            if not reach or values == {"not checked"}:
+                said = "not checked (--no-reachability)"
+            elif len(values) == 1 and next(iter(values)).startswith("not checked"):
+                said = next(iter(values))  # e.g. not checked (stopped)
+            else:
+                said = ", ".join(f"{k} {v}" for k, v in reach.items())
             texts.append(
                 "  reachable within the bound: "
-                + (
-                    ", ".join(f"{k} {v}" for k, v in reach.items())
-                    if checked
-                    else "not checked (--no-reachability)"
-                )
+                + said
                 + (f"; unrolling {budget}" if budget else "")
                 + "\n"
             )

@@ -81,13 +81,13 @@ from replay_contract.model.contracts import contract as contract_named
 from replay_contract.spec import encoding as enc
 from replay_contract.spec import induction as ind
 from replay_contract.spec import logic as lg
-from replay_contract.spec import parametric as ps
 from replay_contract.spec.agentterms import history_term
 from replay_contract.spec.bound import Bound, BoundError, parse
+from replay_contract.spec.everybound import parametric as ps
+from replay_contract.spec.everybound.parametric import Rows
+from replay_contract.spec.everybound.parametric_refine import SCALE, entries
 from replay_contract.spec.logic import Sym
 from replay_contract.spec.monitors import flag
-from replay_contract.spec.parametric import Rows
-from replay_contract.spec.parametric_refine import SCALE, entries
 
 #: the monitors the model has
 STALE, SAFEGUARD = "no-stale-reuse", "divergence-safeguard"
@@ -761,7 +761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = OneLineParser(
         prog="python -m research.parametric_sym",
         description="Every micro-step of the machine of spec/encoding.py at a bound is a "
-        "step of the parametric model of spec/parametric.py (experimental).",
+        "step of the parametric model of spec/everybound/parametric.py (experimental).",
     )
     ap.add_argument("--bound", default=str(parse("agents=stateful")))
     ap.add_argument("--agent", default="", help="one agent (default: the bound's)")

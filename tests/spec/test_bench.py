@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from replay_contract.model.contracts import ORDERED, SEQNUM
-from replay_contract.spec import bounded_explore, parametric_engine
+from replay_contract.spec import bounded_explore
 from replay_contract.spec.bench import (
     DIMENSIONS,
     _grown,
@@ -20,6 +20,7 @@ from replay_contract.spec.bench import (
     proofs,
 )
 from replay_contract.spec.bound import parse
+from replay_contract.spec.everybound import parametric_engine
 from replay_contract.spec.properties import BOUNDED_WAITING, PROPERTIES
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from replay_contract.spec import parametric as pm
-from replay_contract.spec import parametric_refine as refine
 from replay_contract.spec.bound import parse
+from replay_contract.spec.everybound import parametric as pm
+from replay_contract.spec.everybound import parametric_refine as refine
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 60_000

@@ -12,8 +12,8 @@ from attrs import evolve
 from replay_contract.cli import main
 from replay_contract.model.contracts import CONTRACTS, ORDERED, SEQNUM
 from replay_contract.spec import bounded_explore
-from replay_contract.spec import parametric_engine as pe
 from replay_contract.spec.bound import parse
+from replay_contract.spec.everybound import parametric_engine as pe
 from replay_contract.spec.properties import PROPERTIES
 from replay_contract.spec.verify import verify_contract
 

@@ -11,10 +11,10 @@ import pytest
 from attrs import evolve
 
 from replay_contract.model.contracts import ORDERED
-from replay_contract.spec import parametric_lost as pl
-from replay_contract.spec import parametric_lost_refine as refine
 from replay_contract.spec.bound import parse
-from replay_contract.spec.parametric import Rows
+from replay_contract.spec.everybound import parametric_lost as pl
+from replay_contract.spec.everybound import parametric_lost_refine as refine
+from replay_contract.spec.everybound.parametric import Rows
 
 TIMEOUT_MS = 60_000
 

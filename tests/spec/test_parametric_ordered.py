@@ -9,13 +9,13 @@ import z3
 from attrs import evolve
 
 from replay_contract.model.contracts import ORDERED
-from replay_contract.spec import parametric_ordered as po
-from replay_contract.spec import parametric_ordered_refine as refine
 from replay_contract.spec.agentterms import output_term, write_term
 from replay_contract.spec.bound import parse
+from replay_contract.spec.everybound import parametric_ordered as po
+from replay_contract.spec.everybound import parametric_ordered_refine as refine
+from replay_contract.spec.everybound.parametric import Rows
+from replay_contract.spec.everybound.parametric_lost_refine import ordered_runs
 from replay_contract.spec.logic import NONE
-from replay_contract.spec.parametric import Rows
-from replay_contract.spec.parametric_lost_refine import ordered_runs
 
 TIMEOUT_MS = 60_000
 

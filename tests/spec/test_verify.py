@@ -17,7 +17,7 @@ from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
 from replay_contract.model.scenario import Step
 from replay_contract.spec import bounded_explore, verify
-from replay_contract.spec.bound import parse
+from replay_contract.spec.bound import DEFAULT_ENGINE, parse
 from replay_contract.spec.properties import check
 from replay_contract.spec.verify import check_budget, verify_contract
 
@@ -43,11 +43,12 @@ def test_z3_and_explorer_agree(name: str) -> None:
     _agree(FAST[name], SMALL)
 
 
+@pytest.mark.parametrize("engine", [DEFAULT_ENGINE, "parametric"])
 @pytest.mark.parametrize("name", list(FAST))
-def test_the_default_engine_agrees_with_the_explorer(name: str) -> None:
-    # the command's default: parametric steps where they fit, then induction, then the
-    # unrolling (its counterexamples and reachability checks pinned to witnesses first)
-    _agree(FAST[name], SMALL, engine="parametric")
+def test_the_default_and_the_opt_in_engine_agree_with_the_explorer(name: str, engine: str) -> None:
+    # the command's default: induction, then the unrolling (its counterexamples and
+    # reachability checks pinned to witnesses first); opt-in: the parametric steps first
+    _agree(FAST[name], SMALL, engine=engine)
 
 
 #: Waiting contracts at a bound where their proofs take seconds: the published one, its

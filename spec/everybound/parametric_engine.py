@@ -25,7 +25,7 @@ The other properties, contracts and agents are left to the induction engine and 
 unrolling (which also find the counterexamples, and check reachability).
 
 What such a proof rests on, besides Z3: each model is a second encoding of the machine
-of :mod:`.encoding`, written by hand, and its refinement of the machine (every
+of :mod:`..encoding`, written by hand, and its refinement of the machine (every
 micro-step of the machine is a step of the model) is *tested* on runs
 (``parametric_*_refine``, tests/spec), not proved; the two models of
 ``complete-reuse`` share ghosts (the recorded order, its end, the excuse) whose
@@ -47,11 +47,9 @@ from attrs import evolve, frozen
 from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import ORDERED, SEQNUM, Contract
 
-from . import parametric, parametric_lost, parametric_ordered
-from .agentterms import Plan
-from .bound import Bound
-from .parametric import Rows
-from .properties import (
+from ..agentterms import Plan
+from ..bound import Bound
+from ..properties import (
     COMPLETE_REUSE,
     DIVERGENCE_SAFEGUARD,
     EQUIVALENT_OUTCOME,
@@ -59,6 +57,8 @@ from .properties import (
     NO_LOST_INPUT,
     NO_STALE_REUSE,
 )
+from . import parametric, parametric_lost, parametric_ordered
+from .parametric import Rows
 
 #: the agents the models cover, with the number of entries of each one's plan (the
 #: models' ``entries``: one for ``stateful``, two for ``chain``)

@@ -1,4 +1,5 @@
-"""Experimental: a *parametric* induction step for ``seqnum`` / ``no-stale-reuse``.
+"""Opt-in (``verify --engine parametric``): a *parametric* induction step for
+``seqnum`` / ``no-stale-reuse``.
 
 The store, the per-key state and the ghost recorded order are Z3 arrays indexed by a
 slot id, a key and a position, so the size of a step query does not depend on the

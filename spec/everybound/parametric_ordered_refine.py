@@ -1,4 +1,4 @@
-"""Experimental: is every micro-step of :mod:`.encoding`'s machine under ``ordered`` a
+"""Is every micro-step of :mod:`..encoding`'s machine under ``ordered`` a
 step of the parametric model of :mod:`.parametric_ordered`?
 
 As :mod:`.parametric_refine` does for ``seqnum``: the concrete
@@ -64,13 +64,14 @@ import z3
 from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, Contract
 
-from . import encoding as enc
-from . import logic as lg
+from .. import encoding as enc
+from .. import logic as lg
+from ..agentterms import Plan
+from ..bound import Bound
+from ..monitors import flag
+from ..properties import KEY_ISOLATION
 from . import parametric_ordered as po
 from . import parametric_refine as pr
-from .agentterms import Plan
-from .bound import Bound
-from .monitors import flag
 from .parametric import INT, code, keyOf
 from .parametric_lost_refine import excused, ordered_runs
 from .parametric_refine import (
@@ -84,7 +85,6 @@ from .parametric_refine import (
     monitor_cells,
     world_cells,
 )
-from .properties import KEY_ISOLATION
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``:
 #: a kept reuse, a crash, a restore, an input left waiting by its arrival, a kept

@@ -1,4 +1,4 @@
-"""Experimental: is every micro-step of :mod:`.encoding`'s machine under ``ordered`` a
+"""Is every micro-step of :mod:`..encoding`'s machine under ``ordered`` a
 step of the model of :mod:`.parametric_lost` (``no-lost-input``)?
 
 As :mod:`.parametric_ordered_refine` does for the reuse properties: the concrete
@@ -32,14 +32,14 @@ import z3
 from replay_contract.model import bounded
 from replay_contract.model.contracts import ORDERED, Contract
 
-from . import encoding as enc
+from .. import encoding as enc
+from ..bound import Bound
+from ..monitors import flag
+from ..properties import NO_LOST_INPUT
 from . import parametric_lost as pl
 from . import parametric_refine as pr
-from .bound import Bound
-from .monitors import flag
 from .parametric import code, keyOf
 from .parametric_refine import Snapshot, bools, codes, machine_of, runs_of
-from .properties import NO_LOST_INPUT
 
 #: what the machine did in a run, counted over the runs checked (``Machine.reach``),
 #: whether it reached the end of input and the end's loop took a waiting input, and

@@ -1,4 +1,5 @@
-"""Experimental: a *parametric* induction step for ``ordered`` / ``no-stale-reuse``
+"""Opt-in (``verify --engine parametric``): a *parametric* induction step for
+``ordered`` / ``no-stale-reuse``
 (and ``divergence-safeguard`` with ``--safeguard``, ``key-isolation`` with
 ``--isolation``, ``equivalent-outcome`` with ``--outcome``, and the store's half of
 ``complete-reuse`` with ``--complete``).
@@ -126,7 +127,7 @@ import z3
 
 from replay_contract.model.bounded import AGENTS
 
-from .agentterms import Entry, Plan
+from ..agentterms import Entry, Plan
 from .parametric import (
     BOOL,
     BOT,

@@ -1,4 +1,4 @@
-"""Experimental: is every micro-step of :mod:`.encoding`'s machine a step of the
+"""Is every micro-step of :mod:`..encoding`'s machine a step of the
 parametric model of :mod:`.parametric`?
 
 For the runs of a small bound under ``seqnum`` (every run, or a random sample), the
@@ -33,12 +33,12 @@ from replay_contract.model import bounded
 from replay_contract.model.contracts import Contract
 from replay_contract.model.contracts import contract as contract_named
 
-from . import encoding as enc
-from . import logic as lg
+from .. import encoding as enc
+from .. import logic as lg
+from ..agentterms import Plan
+from ..bound import Bound
+from ..monitors import flag
 from . import parametric as ps
-from .agentterms import Plan
-from .bound import Bound
-from .monitors import flag
 
 #: the factor from the machine's ticks to the model's
 SCALE = 100

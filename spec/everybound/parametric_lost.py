@@ -1,10 +1,11 @@
-"""Experimental: a *parametric* induction step for ``ordered`` / ``no-lost-input``.
+"""Opt-in (``verify --engine parametric``): a *parametric* induction step for
+``ordered`` / ``no-lost-input``.
 
 :mod:`.parametric_ordered` proves the properties about reuse with a model of the store
 and the recorded order, and leaves the waiting machinery out. ``no-lost-input`` is the
 other way round: it is about the inputs that wait and the advance loop that takes them,
 and the store does not matter to it. This module models that part of the machine of
-:mod:`.encoding` alone, with arrays over a record, a key and an index of the end's order
+:mod:`..encoding` alone, with arrays over a record, a key and an index of the end's order
 of keys, and proves that the invariant below is kept by one micro-step whatever the
 bound. As in the other parametric modules each fact is asked after the step for a
 fresh record ``r0``, key ``k0`` and index ``j0``, with the universals instantiated by
