@@ -7,23 +7,21 @@ that ``simulate`` replays. ``status`` says how the verdict is established today:
 ``tests/spec/test_manifest.py``) or ``explorer-only`` (the exhaustive explorer of the
 model gives it at that bound, the symbolic proof does not finish within the budget yet).
 
-``python -m replay_contract.spec.manifest`` runs ``verify`` (with
-:data:`.bound.MANIFEST_ENGINE`, the opt-in every-bound steps where they fit, and the
-reachability checks) on every ``verified`` entry
-and reports any difference; ``--write`` rewrites the counterexample files.
+:func:`check` runs ``verify`` (with :data:`.bound.MANIFEST_ENGINE`, the opt-in
+every-bound steps where they fit, and the reachability checks) on every ``verified``
+entry and reports any difference (``tests/spec/test_manifest.py``); the command line's
+``verify --contract all --manifest`` compares every verdict with the manifest.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from replay_contract.arguments import OneLineParser
 from replay_contract.model.contracts import CONTRACTS
 from replay_contract.model.scenario import Scenario, loads
 
@@ -80,7 +78,7 @@ def _packaged(*parts: str) -> str:
     return resources.files(__package__).joinpath(*parts).read_text()
 
 
-def check(entries: list[Expected], write: bool = False) -> list[str]:
+def check(entries: list[Expected]) -> list[str]:
     """Run ``verify`` on the ``verified`` entries; the differences, as lines."""
     from .verify import verify_contract
 
@@ -108,19 +106,7 @@ def check(entries: list[Expected], write: bool = False) -> list[str]:
                 problems.append(
                     f"{name} / {e.property}: {r.seconds:.1f} s, over the budget of {e.budget:g} s"
                 )
-            if write and r.counterexample is not None and e.counterexample:
-                r.counterexample.scenario.write(ROOT.parent / e.counterexample)
     return problems
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog="python -m replay_contract.spec.manifest")
-    p.add_argument("--write", action="store_true", help="rewrite the counterexample files")
-    args = p.parse_args(argv)
-    problems = check(load(), write=args.write)
-    for line in problems:
-        print(line)
-    return 1 if problems else 0
 
 
 def to_json(entries: list[Expected]) -> dict[str, Any]:
@@ -139,6 +125,3 @@ def to_json(entries: list[Expected]) -> dict[str, Any]:
         ]
     }
 
-
-if __name__ == "__main__":
-    sys.exit(main())

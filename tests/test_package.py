@@ -61,6 +61,16 @@ def test_a_wheel_runs_the_commands_outside_the_checkout(tmp_path: Path) -> None:
     assert result["verdict"] == "counterexample"
     assert (cx / "seqnum-complete-reuse.json").exists()
 
+    # the opt-in every-bound steps are in the wheel too (spec/everybound)
+    every = run(
+        tool, "verify", "--contract", "ordered", "--property", "no-lost-input",
+        "--engine", "parametric", "--bound", "inputs=2,channels=2,keys=1,crashes=1",
+        "--no-reachability", "--quiet", "--json", cwd=away,
+    )  # fmt: skip
+    assert every.returncode == 0, every.stderr[-3000:]
+    (proved,) = json.loads(every.stdout)
+    assert set(proved["engines"].values()) == {"parametric"}
+
     manifest = run(
         python, "-c",
         "from replay_contract.spec import manifest as m\n"
