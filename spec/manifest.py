@@ -124,4 +124,3 @@ def to_json(entries: list[Expected]) -> dict[str, Any]:
             for e in entries
         ]
     }
-
