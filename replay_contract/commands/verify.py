@@ -172,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     for contract in chosen:
         texts: list[str] = []
         shown: set[str] = set()
+        if engine != "parametric":
+            _opt_in_hint(contract, bound, props, progress)
         hint = (
             f"--contract-file {args.contract_file}"
             if args.contract_file
@@ -265,6 +267,20 @@ def manifest_verdicts(chosen: list[Any], props: list[str]) -> dict[tuple[str, st
                 )
             out[c.name, p] = recorded[c.name, p]
     return out
+
+
+def _opt_in_hint(contract: Any, bound: Any, props: list[str], say: Any) -> None:
+    """Say when the opt-in every-bound steps would take some of ``props`` for this
+    contract's rules (a waiting contract is slow at the default bound by induction)."""
+    from replay_contract.spec.everybound.parametric_engine import plan
+
+    taken = sorted({p for pairs in plan(contract, bound, props).values() for _, p in pairs})
+    if taken:
+        say(
+            f"{contract.name}: --engine parametric (opt-in) would prove {', '.join(taken)} "
+            "for every bound with hand-written models of these rules "
+            "(spec/everybound/README.md)"
+        )
 
 
 def _status(

@@ -159,3 +159,28 @@ def test_the_command_says_which_engine_proved_what(
     (data,) = json.loads(capsys.readouterr().out)
     assert data["verdict"] == "proved"
     assert set(data["engines"].values()) == {"parametric"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "engine", "hinted"),
+    [
+        ({"record_order": "before-first-tool-call"}, None, True),  # ordered's rules
+        ({"record_order": "before-first-tool-call"}, "parametric", False),  # opted in
+        ({"wait": False}, None, False),  # no model is written for these rules
+    ],
+)
+def test_the_default_engines_say_when_the_opt_in_would_prove_for_every_bound(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    changes: dict[str, object],
+    engine: str | None,
+    hinted: bool,
+) -> None:
+    proposal = tmp_path / "proposal.json"
+    proposal.write_text(json.dumps({"name": "p", "based_on": "ordered", **changes}))
+    argv = ["verify", "--contract-file", str(proposal), "--property", "no-lost-input"]
+    argv += ["--bound", "inputs=2,channels=2,keys=1,crashes=1", "--no-reachability"]
+    argv += ["--out", str(tmp_path / "out"), *(["--engine", engine] if engine else [])]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert ("--engine parametric (opt-in) would prove no-lost-input" in err) == hinted
