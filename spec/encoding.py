@@ -810,6 +810,15 @@ class Machine:
             )
         return lg.or_(give_up, end_div, timeout_div), done
 
+    def advance_next(self, go: Sym, key: Sym, after: int, index: Sym) -> None:
+        """The advance loop of ``key``, the one at ``index`` of the order, runs next (if
+        ``go``); ``after`` it comes the key after it."""
+        w = self.world
+        w.set("phase", ADVANCE, go)
+        w.set("key", key, go)
+        w.set("after", after, go)
+        w.set("after-arg", lg.add(index, 1), go)
+
     def dispatch_end(self, happens: Sym, index: Sym, key: Sym, present: Sym) -> tuple[Sym, Sym]:
         """At the end of input, the key at ``index`` of the order (if ``present``) gives
         up its missing recorded inputs (a divergence) and advances; else the run is done."""
@@ -817,10 +826,7 @@ class Machine:
         go = lg.and_(happens, present)
         diverges = lg.and_(go, lg.lt(op.at("next", key), op.at("expected-end", key)))
         self.record_give_up(diverges, key, "end of input")
-        w.set("phase", ADVANCE, go)
-        w.set("key", key, go)
-        w.set("after", AFTER_END, go)
-        w.set("after-arg", lg.add(index, 1), go)
+        self.advance_next(go, key, AFTER_END, index)
         done = lg.and_(happens, lg.not_(present))
         w.set("phase", DONE, done)
         return diverges, done
@@ -842,10 +848,7 @@ class Machine:
         expecting = lg.lt(op.at("next", key), op.at("expected-end", key))
         diverges = lg.and_(go, expecting, self.waits(key))
         self.record_give_up(diverges, key, "the wait bound passed")
-        w.set("phase", ADVANCE, go)
-        w.set("key", key, go)
-        w.set("after", AFTER_TIMEOUT, go)
-        w.set("after-arg", lg.add(index, 1), go)
+        self.advance_next(go, key, AFTER_TIMEOUT, index)
         over = lg.and_(happens, lg.not_(present))
         w.set("phase", IDLE, over)
         w.set("after", AFTER_NOTHING, over)
