@@ -184,3 +184,16 @@ def test_the_default_engines_say_when_the_opt_in_would_prove_for_every_bound(
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert ("--engine parametric (opt-in) would prove no-lost-input" in err) == hinted
+
+
+def test_no_step_is_planned_at_a_bound_with_a_timeout_step() -> None:
+    """The models have no timeout step: at a bound with one they prove nothing, and
+    verify leaves the properties to induction and the unrolling."""
+    timed = parse("inputs=2,channels=2,keys=1,crashes=1,timeouts=1")
+    assert pe.plan(ORDERED, TINY, PROPERTIES)
+    assert pe.plan(ORDERED, timed, PROPERTIES) == {}
+    (r,) = verify_contract(
+        ORDERED, timed, ["no-lost-input"], engine="parametric", reachability=False, workers=1
+    )
+    assert r.verdict == "proved"
+    assert "parametric" not in r.engines.values()
