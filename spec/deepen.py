@@ -279,17 +279,16 @@ def deepen(
         timeout = kwargs.get("timeout", 600.0)
         if remaining is None or remaining > 0:
             say(f"{contract.name}: reachability checks at {target}")
-            reach = _in_group(
-                lambda: reachability_of(contract, target, timeout, progress), remaining
+            reach = (
+                _in_group(lambda: reachability_of(contract, target, timeout, progress), remaining)
+                or {}
             )
-        if not reach:
-            reach = dict.fromkeys(BEHAVIOURS, "not checked (stopped)")
-        missing = [b for b in ("crash", "restore") if reach[b] in ("unreachable",)]
+        missing = [b for b in ("crash", "restore") if reach.get(b) == "unreachable"]
         for r in results.values():
             if r.verdict == "proved" and missing:
                 r.verdict = "unknown"
                 r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
-    if reachability and not reach:  # stopped before the target
+    if reachability and not reach:  # stopped before the checks were made
         reach = dict.fromkeys(BEHAVIOURS, "not checked (stopped)")
     for r in results.values():
         r.reachable = dict(reach)
