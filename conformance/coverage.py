@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from attrs import frozen
 
+from replay_contract.model import fallback
 from replay_contract.model import trace as t
 from replay_contract.model.contracts import Contract
 
@@ -31,7 +32,7 @@ class Rule:
 
 
 def _gave_up(why: str) -> Callable[[Sequence[t.Event]], bool]:
-    """A give-up whose reason (the model's, model/operator.py) starts with ``why``."""
+    """A give-up whose reason (the model's, model/fallback.py) starts with ``why``."""
     return lambda events: any(isinstance(e, t.GiveUp) and e.reason.startswith(why) for e in events)
 
 
@@ -70,31 +71,31 @@ RULES: tuple[Rule, ...] = (
         "give_up_after",
         "more inputs wait than give_up_after: the missing one is given up",
         lambda c: c.wait,
-        _gave_up("more than "),
+        _gave_up(fallback.MORE_WAITED),
     ),
     Rule(
         "split_order",
         "a later record of the missing input's channel gives it up",
         lambda c: c.wait and c.split_order,
-        _gave_up("a later record of channel"),
+        _gave_up(fallback.LATER_RECORD),
     ),
     Rule(
         "give_up_on_timeout",
         "the wait bound passes while inputs wait: what they wait for is given up",
         lambda c: c.wait and c.give_up_on_timeout,
-        _gave_up("the wait bound passed"),
+        _gave_up(fallback.WAIT_BOUND_PASSED),
     ),
     Rule(
         "end-of-input",
         "the end of input gives up what is still missing",
         lambda c: c.wait,
-        _gave_up("end of input"),
+        _gave_up(fallback.END_OF_INPUT),
     ),
     Rule(
         "changed-input",
         "a recorded input that comes back changed is given up",
         lambda c: c.wait,
-        _gave_up("the input came back changed"),
+        _gave_up(fallback.CAME_BACK_CHANGED),
     ),
     Rule(
         "durable_invalidation",

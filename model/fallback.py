@@ -15,6 +15,23 @@ from .keyed import Host, KeyState
 from .store import Invalidation, RecordedOrder
 from .topology import Key, Record
 
+# Why a key gives up a recorded input (``GiveUp.reason``), worded here once: the model
+# reports them; the symbolic machine's recorder (spec/events.py, spec/encoding.py) and
+# the conformance coverage (conformance/coverage.py) take them from here.
+END_OF_INPUT = "end of input"
+WAIT_BOUND_PASSED = "the wait bound passed"
+CAME_BACK_CHANGED = "the input came back changed"
+LATER_RECORD = "a later record of channel"  # then the channel and "arrived"
+MORE_WAITED = "more than"  # then the bound and "inputs waited"
+
+
+def later_record_arrived(channel: str) -> str:
+    return f"{LATER_RECORD} {channel!r} arrived"
+
+
+def more_waited(bound: int) -> str:
+    return f"{MORE_WAITED} {bound} inputs waited"
+
 
 def give_up_before(host: Host, ks: KeyState, record: Record) -> None:
     """Split order: a record of a channel arrived, so an expected input of that channel
@@ -23,7 +40,7 @@ def give_up_before(host: Host, ks: KeyState, record: Record) -> None:
     r = ks.expected.first_missing(record.channel, record.offset, arrived)
     if r is None:
         return
-    reason = f"a later record of channel {record.channel!r} arrived"
+    reason = later_record_arrived(record.channel)
     host.report(t.GiveUp(record.key, r.position, r.identity, reason))
     ks.expected = ks.expected.before(r.position)
     ks.diverge_at = r.position if ks.diverge_at is None else min(ks.diverge_at, r.position)
@@ -35,7 +52,7 @@ def give_up_waiting(host: Host, ks: KeyState) -> bool:
     bound = host.contract.give_up_after
     if len(ks.waiting) > bound and ks.expected:
         head = ks.expected[0]
-        diverge(host, ks.key, head.position, head.identity, f"more than {bound} inputs waited")
+        diverge(host, ks.key, head.position, head.identity, more_waited(bound))
         return True
     return False
 
@@ -48,7 +65,7 @@ def give_up_on_timeout(host: Host, ks: KeyState) -> bool:
     if not (host.contract.give_up_on_timeout and ks.waiting and ks.expected):
         return False
     head = ks.expected[0]
-    diverge(host, ks.key, head.position, head.identity, "the wait bound passed")
+    diverge(host, ks.key, head.position, head.identity, WAIT_BOUND_PASSED)
     return True
 
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import trace as t
-from .fallback import diverge, give_up_before, give_up_on_timeout, give_up_waiting
+from .fallback import (
+    CAME_BACK_CHANGED,
+    END_OF_INPUT,
+    diverge,
+    give_up_before,
+    give_up_on_timeout,
+    give_up_waiting,
+)
 from .keyed import Host
 from .reuse import accept
 from .store import RecordedOrder
@@ -60,7 +67,7 @@ def advance(host: Host, key: Key) -> None:
             if match is None:
                 return
             if match.digest != head.digest:
-                diverge(host, key, head.position, head.identity, "the input came back changed")
+                diverge(host, key, head.position, head.identity, CAME_BACK_CHANGED)
                 continue
             ks.expected = ks.expected[1:]
             ks.waiting = [w for w in ks.waiting if w is not match]
@@ -80,7 +87,7 @@ def end_of_input(host: Host) -> None:
         ks = host.state(key)
         if ks.expected:
             head = ks.expected[0]
-            diverge(host, key, head.position, head.identity, "end of input")
+            diverge(host, key, head.position, head.identity, END_OF_INPUT)
         advance(host, key)
 
 

@@ -73,6 +73,7 @@ from typing import Any
 import z3
 from attrs import define, field
 
+from replay_contract.model import fallback
 from replay_contract.model.bounded import AGENTS, BoundLike
 from replay_contract.model.contracts import Contract
 from replay_contract.model.trace import Trace
@@ -789,7 +790,7 @@ class Machine:
         self.tick()
         waiting_count = lg.count(loop["candidates"])
         give_up = lg.and_(still, lg.lt(c.give_up_after, waiting_count), expecting)
-        self.record_give_up(give_up, w["key"], f"more than {c.give_up_after} inputs waited")
+        self.record_give_up(give_up, w["key"], fallback.more_waited(c.give_up_after))
         w.set("phase", lg.ite(give_up, ADVANCE, IDLE), post)
         w.set("after", AFTER_NOTHING, post)
         after_restore = lg.and_(finished, lg.eq(after, AFTER_RESTORE))
@@ -825,7 +826,7 @@ class Machine:
         op, w = self.op, self.world
         go = lg.and_(happens, present)
         diverges = lg.and_(go, lg.lt(op.at("next", key), op.at("expected-end", key)))
-        self.record_give_up(diverges, key, "end of input")
+        self.record_give_up(diverges, key, fallback.END_OF_INPUT)
         self.advance_next(go, key, AFTER_END, index)
         done = lg.and_(happens, lg.not_(present))
         w.set("phase", DONE, done)
@@ -847,7 +848,7 @@ class Machine:
         go = lg.and_(happens, present)
         expecting = lg.lt(op.at("next", key), op.at("expected-end", key))
         diverges = lg.and_(go, expecting, self.waits(key))
-        self.record_give_up(diverges, key, "the wait bound passed")
+        self.record_give_up(diverges, key, fallback.WAIT_BOUND_PASSED)
         self.advance_next(go, key, AFTER_TIMEOUT, index)
         over = lg.and_(happens, lg.not_(present))
         w.set("phase", IDLE, over)
@@ -1017,7 +1018,7 @@ class Machine:
         adv = lg.and_(lg.eq(w["phase"], ADVANCE), lg.not_(heavy)) if c.wait else False
         loop = self.loop_state(adv)
         take_head, take_waiting = loop["take_head"], loop["take_waiting"]
-        self.record_give_up(loop["changed_head"], w["key"], "the input came back changed")
+        self.record_give_up(loop["changed_head"], w["key"], fallback.CAME_BACK_CHANGED)
         first: Sym = 0
         if c.wait:
             candidates = loop["candidates"]

@@ -31,6 +31,7 @@ from typing import Any
 from replay_contract.model import trace as t
 from replay_contract.model.agent import Effects, call_tool, execute
 from replay_contract.model.bounded import Shape, record_name
+from replay_contract.model.fallback import later_record_arrived
 from replay_contract.model.scenario import Step
 from replay_contract.model.topology import Key, Record
 
@@ -197,8 +198,8 @@ class Recorder:
 
     def give_up_before(self, key: Sym, position: Sym, missing: Sym, record: Sym) -> None:
         """Split order: a later record of the missing input's channel arrived."""
-        channel = self.records[record].channel
-        self.give_up(key, position, missing, f"a later record of channel {channel!r} arrived")
+        reason = later_record_arrived(self.records[record].channel)
+        self.give_up(key, position, missing, reason)
 
     def wait(self, key: Sym, record: Sym, awaiting: Sym) -> None:
         """``record`` waits; ``awaiting`` is the record at the head of the expected
