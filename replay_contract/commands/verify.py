@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,13 @@ from replay_contract.cli import (
 )
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER, worst
+from replay_contract.model.contracts import Contract
 from replay_contract.spec.bound import (
     DEFAULT,
     DEFAULT_ENGINE,
     ENGINES,
     MANIFEST_ENGINE,
+    Bound,
     BoundError,
     parse,
     too_large,
@@ -269,7 +272,9 @@ def manifest_verdicts(chosen: list[Any], props: list[str]) -> dict[tuple[str, st
     return out
 
 
-def _opt_in_hint(contract: Any, bound: Any, props: list[str], say: Any) -> None:
+def _opt_in_hint(
+    contract: Contract, bound: Bound, props: list[str], say: Callable[[str], None]
+) -> None:
     """Say when the opt-in every-bound steps would take some of ``props`` for this
     contract's rules (a waiting contract is slow at the default bound by induction)."""
     from replay_contract.spec.everybound.parametric_engine import plan
