@@ -271,14 +271,14 @@ def crash_sweep(
                 else (Step("deliver", step.record), Step("crash"))
             )
             head = (*plain.schedule[:i], *crash, Step("restore"))
-            steps = _redeliver(rng, scenario.topology, head)
+            steps = redeliver(rng, scenario.topology, head)
             if timeout:
                 steps = (*steps, Step("timeout"))
             variants.append(scenario.with_schedule(steps, f"{scenario.name}.crash-{i}.{k}"))
     return variants
 
 
-def _redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]) -> tuple[Step, ...]:
+def redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]) -> tuple[Step, ...]:
     """``head`` followed by every record still to deliver, in a random interleaving."""
     channels = Channels(topology)
     for step in head:

@@ -8,6 +8,7 @@ from typing import Any
 
 from replay_contract.conformance.channels import Channels
 from replay_contract.conformance.environment import SuiteEnvironment
+from replay_contract.conformance.generate import redeliver
 from replay_contract.conformance.judge import PASSED, Result, judge
 from replay_contract.conformance.reference import reference_steps
 from replay_contract.model import trace as t
@@ -140,27 +141,11 @@ def crash_points(scenario: Scenario, contract: Contract, seed: int = 0) -> list[
             head = (*scenario.schedule[:i], Step(step.kind, step.record, k), Step("restore"))
             rng = random.Random(f"{seed}:{i}:{k}")
             variants.append(
-                scenario.with_schedule(_rest(rng, scenario, head), f"{scenario.name}@{i}.{k}")
+                scenario.with_schedule(
+                    redeliver(rng, scenario.topology, head), f"{scenario.name}@{i}.{k}"
+                )
             )
     return variants
-
-
-def _rest(rng: random.Random, scenario: Scenario, head: tuple[Step, ...]) -> tuple[Step, ...]:
-    channels = Channels(scenario.topology)
-    for step in head:
-        if step.kind == "deliver":
-            assert step.record is not None
-            channels.deliver(step.record)
-        elif step.kind == "checkpoint":
-            channels.checkpoint()
-        elif step.kind == "restore":
-            channels.restore()
-    steps = list(head)
-    while pending := channels.pending():
-        nxt = channels.next_record(rng.choice(pending))
-        assert nxt is not None
-        steps.append(Step("deliver", channels.deliver(nxt.identity).identity))
-    return tuple(steps)
 
 
 class Quiet:
