@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from replay_contract.arguments import MAX_SECONDS as MAX_SECONDS
 from replay_contract.arguments import OneLineParser as OneLineParser
@@ -27,7 +30,15 @@ from replay_contract.arguments import positive_number as positive_number
 from replay_contract.arguments import writable_file as writable_file
 from replay_contract.arguments import writable_folder as writable_folder
 from replay_contract.errors import CommandError as CommandError
-from replay_contract.exits import BAD_INPUT, INTERRUPTED, NO_ANSWER, TABLE, InfrastructureError
+from replay_contract.exits import (
+    BAD_INPUT,
+    INTERRUPTED,
+    NO_ANSWER,
+    TABLE,
+    InfrastructureError,
+    Terminated,
+    interruption,
+)
 from replay_contract.model.errors import ScenarioError, UnknownContractError
 
 #: Subcommand modules, in the order ``--help`` lists them.
@@ -63,9 +74,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise Terminated(signal.Signals(signum).name)
+
+
+def stop_as_on_ctrl_c() -> Callable[[], None]:
+    """Have SIGTERM and SIGHUP end the command as Ctrl-C does: what it found so far is
+    shown, and the processes and servers it started are stopped. Gives what puts the
+    earlier handlers back. (Only the main thread can set handlers: elsewhere nothing.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    earlier = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    def restore() -> None:
+        for s, handler in earlier.items():
+            signal.signal(s, handler)
+
+    return restore
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    restore = stop_as_on_ctrl_c()
     try:
         status: int = args.func(args)
     except InfrastructureError as exc:  # before CommandError: a server that died starting
@@ -77,9 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except KeyboardInterrupt:
-        print(f"replay-contract {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"replay-contract {args.command}: interrupted ({interruption(exc)})", file=sys.stderr)
         return INTERRUPTED
+    finally:
+        restore()
     return status
 
 

@@ -30,8 +30,20 @@ TABLE = (
         "or cannot start, a target that died or hung, a deadline reached), or a service "
         "that is not running (services status)",
     ),
-    (INTERRUPTED, "interrupted (Ctrl-C); conform still prints and writes what it has"),
+    (
+        INTERRUPTED,
+        "interrupted (Ctrl-C, SIGTERM or SIGHUP); conform still prints and writes what it has",
+    ),
 )
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, taken as Ctrl-C; its text is the signal's name."""
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """What stopped a command: ``Ctrl-C`` or the signal's name."""
+    return str(exc) if isinstance(exc, Terminated) else "Ctrl-C"
 
 
 class InfrastructureError(Exception):

@@ -43,6 +43,7 @@ from .bound import Bound
 from .properties import BOUNDED_WAITING, PROPERTIES, check
 from .verify import BEHAVIOURS, Result, reduced, verify_contract
 from .verify import reachability as reachability_of
+from .workers import die_with_parent
 
 #: Seconds the random runs of the model may take, over all bounds of the ladder.
 SAMPLE_SECONDS = 5.0
@@ -158,9 +159,11 @@ def _in_group(work: Callable[[], Any], remaining: float | None) -> Any:
         return work()
     context = mp.get_context("fork")
     receive, send = context.Pipe(duplex=False)
+    parent = os.getpid()
 
     def child() -> None:
         os.setpgid(0, 0)
+        die_with_parent(parent)  # its workers die with it in turn
         try:
             send.send(work())
         except BaseException as exc:

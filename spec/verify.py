@@ -48,7 +48,7 @@ from .agentterms import Plan
 from .bound import ENGINES, Bound
 from .induction import Check, ClassOutcome, Outcome
 from .properties import BOUNDED_WAITING, COMPLETE_REUSE, PROPERTIES, check, check_all
-from .workers import Key, Workers
+from .workers import Key, Workers, die_with_parent
 
 VERDICTS = ("proved", "counterexample", "unknown")
 
@@ -587,7 +587,7 @@ def _in_parallel(jobs: list[Job], workers: int, properties: int) -> list[AgentOu
     """The outcome of each job (in job order) from a pool of forked processes. When one
     agent has a counterexample for every property, the others are stopped: they could
     only add counterexamples, and one per property is enough."""
-    with mp.get_context("fork").Pool(workers) as pool:
+    with mp.get_context("fork").Pool(workers, die_with_parent, (os.getpid(),)) as pool:
         pending = [pool.apply_async(_verify_agent, job) for job in jobs]
         done: dict[int, AgentOutcome] = {}
         while len(done) < len(pending):

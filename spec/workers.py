@@ -9,8 +9,12 @@ as they go.
 
 from __future__ import annotations
 
+import ctypes
 import heapq
 import multiprocessing as mp
+import os
+import signal
+import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -61,7 +65,7 @@ class Workers:
             _, _, key, fn, args = heapq.heappop(self._queue)
             receive, send = mp.get_context("fork").Pipe(duplex=False)
             process: BaseProcess = mp.get_context("fork").Process(
-                target=_run, args=(send, fn, args), daemon=True
+                target=_run, args=(os.getpid(), send, fn, args), daemon=True
             )
             process.start()
             send.close()  # the child's end: later children must not hold it open
@@ -95,7 +99,21 @@ class Workers:
         conn.close()
 
 
-def _run(conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def die_with_parent(parent: int) -> None:
+    """In a process forked by ``parent``: have the kernel kill it once ``parent`` ends
+    (Linux; elsewhere nothing), so that no solver process outlives a ``verify`` that was
+    killed; if ``parent`` is gone already, end now."""
+    if not sys.platform.startswith("linux"):
+        return
+    set_parent_death_signal = 1  # PR_SET_PDEATHSIG of <linux/prctl.h>
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(set_parent_death_signal, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _run(parent: int, conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    die_with_parent(parent)
     try:
         answer: tuple[bool, Any] = (True, fn(*args))
     except BaseException as exc:  # raised again in the parent

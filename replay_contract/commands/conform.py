@@ -32,7 +32,7 @@ from replay_contract.cli import (
     writable_file,
     writable_folder,
 )
-from replay_contract.exits import BROKEN, HOLDS, INTERRUPTED, NO_ANSWER
+from replay_contract.exits import BROKEN, HOLDS, INTERRUPTED, NO_ANSWER, interruption
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract, contract
 from replay_contract.model.files import slug
@@ -202,9 +202,9 @@ def run(args: argparse.Namespace) -> int:
                 results=results,
                 traces=args.record_traces,
             )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             interrupted = True
-            limits.stopped = "interrupted (Ctrl-C)"
+            limits.stopped = f"interrupted ({interruption(exc)})"
         progress.close()
         done = report.SuiteRun(
             args.target,

@@ -3,6 +3,8 @@ a deadline, Ctrl-C, and coverage that cannot be silently thin."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -100,6 +102,25 @@ def test_ctrl_c_keeps_a_partial_summary_and_junit(
     assert "interrupted (Ctrl-C) (2 of " in out
     assert "replay-contract conform: interrupted (Ctrl-C)" in err
     assert len(ET.parse(junit).getroot().findall("testcase")) == 2
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    junit = tmp_path / "j.xml"
+    command = [sys.executable, "-m", "replay_contract", "conform", "--target", "model"]
+    options = ["--examples", "100000", "--seed", "1", "--out", str(tmp_path)]
+    run = subprocess.Popen(
+        [*command, *options, "--junit", str(junit)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(8)  # past the start: scenarios are running
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert "interrupted (SIGTERM)" in out
+    ran = len(ET.parse(junit).getroot().findall("testcase"))
+    assert 0 < ran < 100000
 
 
 def test_generated_scenarios_stay_within_the_capabilities() -> None:

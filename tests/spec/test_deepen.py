@@ -3,16 +3,23 @@ bound by bound, and what a deadline leaves."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from attrs import evolve
 
 from replay_contract.cli import main
+from replay_contract.exits import INTERRUPTED, NO_ANSWER
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
 from replay_contract.spec.bound import DEFAULT, parse
@@ -106,3 +113,80 @@ def test_cli_contract_file_deepens(tmp_path: Path, capsys: pytest.CaptureFixture
     (result,) = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "counterexample"
     assert Path(result["counterexample"]).exists()
+
+
+def _alive_in_session(session: int) -> list[int]:
+    """The processes of ``session`` that have not ended (zombies left out)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        state, _, _, sid = stat[stat.rindex(")") + 2 :].split()[:4]
+        if int(sid) == session and state != "Z":
+            alive.append(int(entry.name))
+    return alive
+
+
+def _until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _start(tmp_path: Path, *options: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "replay_contract", "verify", "--contract", "ordered"]
+    return subprocess.Popen(
+        [*command, "--out", str(tmp_path), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its session id is its pid, and its processes keep it
+    )
+
+
+def _end(run: subprocess.Popen[str], sig: signal.Signals) -> tuple[str, str]:
+    """Send ``sig`` once the run has solver workers (at least two processes besides
+    the command); its output, once no process of it is left (a test failure if some
+    still run 10 s later)."""
+    try:
+        assert _until(lambda: len(_alive_in_session(run.pid)) >= 3, 120)
+        run.send_signal(sig)
+        run.wait(timeout=60)  # not its output: a process left behind holds the pipes open
+        assert _until(lambda: not _alive_in_session(run.pid), 10), _alive_in_session(run.pid)
+        out, err = run.communicate(timeout=60)
+    finally:
+        for pid in _alive_in_session(run.pid):  # not to leave them if the test fails
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return out, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
+def test_a_killed_verify_leaves_no_solver_running(sig: signal.Signals, tmp_path: Path) -> None:
+    # step classes of 30 s and more: a worker left behind would still be running
+    bound = "inputs=4,channels=2,keys=2,crashes=2"
+    run = _start(tmp_path, "--engine", "induction", "--bound", bound, "--no-reachability")
+    _, err = _end(run, sig)
+    if sig == signal.SIGTERM:  # as Ctrl-C
+        assert run.returncode == INTERRUPTED
+        assert "replay-contract verify: interrupted (SIGTERM)" in err
+    else:
+        assert run.returncode == -signal.SIGKILL
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_terminated_deepening_shows_what_it_knows(tmp_path: Path) -> None:
+    run = _start(tmp_path, "--deepen")
+    out, err = _end(run, signal.SIGTERM)
+    assert run.returncode == NO_ANSWER, err
+    rows = [line for line in out.splitlines() if line.startswith("ordered ")]
+    assert len(rows) == 6 and all(" unknown " in row for row in rows), out
+    assert "stopped while at inputs=" in err
