@@ -1,6 +1,7 @@
 """The benchmark of ``verify``: ``python -m replay_contract.spec.bench``.
 
-Not a test: it measures and prints (``--json`` for a machine-readable record).
+Not a test: it measures and prints (``--json`` for a machine-readable record). The
+proof cache (:mod:`.proofcache`) is off: every figure is of checks made during the run.
 
 - ``proofs``: every property of the chosen contracts at a bound, with the time of each
   (solver time summed over the agents) and whether the verdict is the one the project
@@ -55,6 +56,7 @@ from replay_contract.arguments import OneLineParser, one_line, positive_int, pos
 from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
 from replay_contract.model.errors import UnknownContractError
 
+from . import proofcache
 from .bound import DEFAULT_ENGINE, ENGINES, Bound, BoundError, parse
 from .bounded_explore import Exploration, explore
 from .everybound import parametric_engine
@@ -547,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         contracts(args.explorer_contracts)
         one(args.growth_contract)
         one(args.frontier_contract)
+        proofcache.turn_off()  # every figure is of checks made now, none read back
         return _run(args)
     except (BoundError, UnknownContractError) as e:
         print(f"bench: {one_line(str(e))}", file=sys.stderr)

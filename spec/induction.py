@@ -61,6 +61,7 @@ from replay_contract.model.contracts import Contract
 
 from . import encoding as enc
 from . import logic as lg
+from . import proofcache
 from .agentterms import TAG_HISTORY, Plan, output_term, run_input, write_term
 from .bound import Bound
 from .cells import Cells
@@ -1581,6 +1582,23 @@ def check_step_class(
     classes = step_classes(contract, bound)
     if t not in classes:
         raise ValueError(f"micro-step {t} stands for no step class at {bound} (those: {classes})")
+    cached = proofcache.key(contract, agent, bound, t, properties, skip)
+    known = proofcache.read(cached)
+    if known is not None:
+        outcome = ClassOutcome(
+            t,
+            dict(known["failed"]),
+            known["broken"],
+            tuple(skip),
+            known["queries"],
+            time.monotonic() - started,
+        )
+        if say is not None:
+            say(
+                f"{_class_line(contract, agent, bound, t, known['facts'], outcome.queries)} "
+                f"from the proof cache (checked in {known['seconds']:.1f} s)"
+            )
+        return outcome
     step = build_step(contract, agent, bound, t, properties)
     check_class(contract, agent, bound, step, properties)
     if timeout is not None:
@@ -1588,6 +1606,7 @@ def check_step_class(
     failed: dict[str, str] = {}
     broken = ""
     asked = 0
+    settled = True  # no query unknown
     for label, goals in _groups(step.goals):
         prop = label[len("flag ") :] if label.startswith("flag ") else ""
         if prop and prop in skip:
@@ -1596,6 +1615,7 @@ def check_step_class(
         step.solver.add(z3.Or(*(goal for _, goal in goals)))
         result = step.solver.check()
         reason = step.solver.reason_unknown() if result == z3.unknown else ""
+        settled = settled and result != z3.unknown
         name = label
         if result == z3.sat:  # the fact the counterexample to induction breaks
             model = step.solver.model()
@@ -1616,15 +1636,25 @@ def check_step_class(
             broken = f"the invariant is not inductive at {why}"
             break
     seconds = time.monotonic() - started
+    if settled:
+        record = {"failed": failed, "broken": broken, "queries": asked, "facts": len(step.goals)}
+        proofcache.write(cached, {**record, "seconds": round(seconds, 3)})
     if say is not None:
-        group = members(contract, bound, t)
-        say(
-            f"{contract.name} / induction / {agent}: micro-step {t} "
-            f"(class {classes.index(t) + 1} of {len(classes)}: "
-            f"{_plural(len(group), 'micro-step')}, "
-            f"{len(step.goals)} facts in {asked} queries) {seconds:.1f} s"
-        )
+        say(f"{_class_line(contract, agent, bound, t, len(step.goals), asked)} {seconds:.1f} s")
     return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
+
+
+def _class_line(
+    contract: Contract, agent: str, bound: Bound, t: int, facts: int, queries: int
+) -> str:
+    """The progress line of a step class's check, without its time."""
+    classes = step_classes(contract, bound)
+    group = members(contract, bound, t)
+    return (
+        f"{contract.name} / induction / {agent}: micro-step {t} "
+        f"(class {classes.index(t) + 1} of {len(classes)}: "
+        f"{_plural(len(group), 'micro-step')}, {facts} facts in {queries} queries)"
+    )
 
 
 def combine(properties: Sequence[str], outcomes: Sequence[ClassOutcome]) -> Outcome:

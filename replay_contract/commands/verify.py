@@ -20,6 +20,7 @@ from replay_contract.cli import (
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER, worst
 from replay_contract.model.contracts import Contract
+from replay_contract.spec import proofcache
 from replay_contract.spec.bound import (
     DEFAULT,
     DEFAULT_ENGINE,
@@ -111,6 +112,14 @@ def register(sub: Any) -> None:
         "and property (recorded at the manifest's bound: at a smaller one a proof where the "
         "manifest has a counterexample may only mean the bound is too small)",
     )
+    p.add_argument(
+        "--no-proof-cache",
+        action="store_true",
+        help="check every step class again instead of reading the outcomes of the same "
+        "checks from the proof cache (in $REPLAY_CONTRACT_PROOF_CACHE, by default proofs/ "
+        "in the download cache; an outcome is reused only for the same rules, bound, "
+        "properties, code and Z3)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -151,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
     refusal = too_large(bound)
     if refusal is not None:
         raise CommandError(refusal)
+    if args.no_proof_cache:
+        proofcache.turn_off()
     props = properties(args.property, bound.timeouts)
     chosen = chosen_contracts(args)
     expected = manifest_verdicts(chosen, props) if args.manifest else None
@@ -160,7 +171,9 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(message: str) -> None:
         if not args.quiet:
-            print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+            # one write per line: the forked workers share standard error
+            sys.stderr.write(f"[{time.monotonic() - started:6.1f}s] {message}\n")
+            sys.stderr.flush()
 
     out: list[dict[str, Any]] = []
     statuses: list[int] = []

@@ -1,0 +1,144 @@
+"""The proof cache: step classes already checked are not checked again.
+
+A step class of the induction (:func:`.induction.check_step_class`) is a function of the
+contract's rules, the agent, the bound, the micro-step, the properties and the flags
+left out, and of the code that builds and asks its formulas. Its outcome, once every
+query of it was answered (``sat`` or ``unsat``, none ``unknown``), is written to a file
+named by a hash of all of these: the rules (not the contract's name or description), the
+arguments, the text of every module of ``replay_contract.spec`` and
+``replay_contract.model`` and Z3's version. A run that asks the same check again (a
+deepening stopped by Ctrl-C and started again, the same change under another name, a
+second look at a verdict) reads the outcome instead of asking the solver. Any change of
+the code or of Z3 gives other names, so an outcome is only ever reused for the very
+formulas it answered.
+
+Where: ``$REPLAY_CONTRACT_PROOF_CACHE``, or ``proofs/`` in the download cache
+(``$REPLAY_CONTRACT_CACHE``, by default ``~/.cache/replay-contract``);
+``REPLAY_CONTRACT_PROOF_CACHE=off`` (or ``verify --no-proof-cache``) turns it off. An
+entry that cannot be read is said on standard error, checked again and written anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import z3
+
+from replay_contract.model.contracts import Contract
+
+from .bound import Bound
+
+#: The version of an entry's layout (part of every name).
+FORMAT = 1
+
+OFF = "off"
+
+
+def folder() -> Path | None:
+    """Where the cache is, or ``None`` when it is off."""
+    configured = os.environ.get("REPLAY_CONTRACT_PROOF_CACHE", "")
+    if configured.strip().lower() == OFF:
+        return None
+    if configured:
+        return Path(configured).expanduser().absolute()
+    base = os.environ.get("REPLAY_CONTRACT_CACHE")
+    root = Path(base) if base else Path.home() / ".cache" / "replay-contract"
+    return (root.expanduser() / "proofs").absolute()
+
+
+def turn_off() -> None:
+    """No lookup or write in this process and those it starts."""
+    os.environ["REPLAY_CONTRACT_PROOF_CACHE"] = OFF
+
+
+@cache
+def code_fingerprint() -> str:
+    """A hash of the modules that build and ask the formulas (and of Z3's version)."""
+    from replay_contract import model, spec
+
+    return fingerprint([Path(spec.__file__).parent, Path(model.__file__).parent])
+
+
+def fingerprint(folders: Sequence[Path]) -> str:
+    """A hash of the text of every Python module below ``folders``, and Z3's version."""
+    h = hashlib.sha256(f"z3 {z3.get_version_string()}\n".encode())
+    for top in folders:
+        for path in sorted(top.rglob("*.py")):
+            h.update(f"{path.relative_to(top.parent).as_posix()}\n".encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def key(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    t: int,
+    properties: Sequence[str],
+    skip: Sequence[str],
+) -> str:
+    """The name of a step class's check: what its formulas are a function of."""
+    rules = {k: v for k, v in contract.to_json().items() if k not in ("name", "description")}
+    what = {
+        "format": FORMAT,
+        "code": code_fingerprint(),
+        "rules": rules,
+        "agent": agent,
+        "bound": str(bound),
+        "t": t,
+        "properties": list(properties),
+        "skip": sorted(skip),
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _path(name: str) -> Path | None:
+    top = folder()
+    return None if top is None else top / name[:2] / f"{name}.json"
+
+
+def read(name: str) -> dict[str, Any] | None:
+    """The outcome recorded under ``name``, or ``None`` (none, the cache off, or an entry
+    that cannot be read: said on standard error)."""
+    path = _path(name)
+    if path is None or not path.exists():
+        return None
+    try:
+        entry = json.loads(path.read_text())
+        if not isinstance(entry, dict) or entry.get("key") != name:
+            raise ValueError("not an entry of this name")
+        outcome = entry["outcome"]
+        if not isinstance(outcome, dict):
+            raise ValueError("no outcome")
+        return outcome
+    except (OSError, ValueError, KeyError) as e:
+        print(
+            f"proof cache: {path}: cannot read the entry ({e}); checking again",
+            file=sys.stderr,
+        )
+        return None
+
+
+def write(name: str, outcome: dict[str, Any]) -> None:
+    """Record ``outcome`` under ``name`` (atomically: a reader sees all of it or none).
+    A cache that cannot be written is said on standard error; the check stands."""
+    path = _path(name)
+    if path is None:
+        return
+    written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    entry = {"key": name, "written": written, "outcome": outcome}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_text(json.dumps(entry, indent=1, sort_keys=True) + "\n")
+        part.replace(path)
+    except OSError as e:
+        print(f"proof cache: {path}: cannot write ({e})", file=sys.stderr)

@@ -1,0 +1,146 @@
+"""The proof cache of ``verify``: a step class checked once is read back, only for the very
+check it answered, and an entry it cannot read is said and checked again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attrs import evolve
+
+from replay_contract.model.contracts import ORDERED, SEQNUM
+from replay_contract.spec import induction, proofcache
+from replay_contract.spec.bound import parse
+from replay_contract.spec.properties import PROPERTIES
+
+SMALL = parse("inputs=2,channels=2,keys=2,crashes=1")
+LARGER = parse("inputs=3,channels=2,keys=2,crashes=1")
+FROM_CACHE = "from the proof cache"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "proofs"
+    monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", str(folder))
+    return folder
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.json")) if folder.exists() else []
+
+
+def _check(t: int, lines: list[str], **kw: Any) -> induction.ClassOutcome:
+    props = induction.inductive(ORDERED, "stateful", PROPERTIES)
+    return induction.check_step_class(ORDERED, "stateful", LARGER, t, props, say=lines.append, **kw)
+
+
+def test_a_class_checked_again_is_read_back(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = induction.step_classes(ORDERED, LARGER)[1]
+    lines: list[str] = []
+    first = _check(t, lines)
+    assert first.failed == {} and first.broken == "" and first.queries > 0
+    assert len(_entries(cache)) == 1 and FROM_CACHE not in lines[-1]
+
+    def unbuilt(*args: Any) -> None:
+        raise AssertionError("the step was built again")
+
+    monkeypatch.setattr(induction, "build_step", unbuilt)
+    again = _check(t, lines)
+    assert (again.t, again.failed, again.broken, again.queries) == (
+        first.t,
+        first.failed,
+        first.broken,
+        first.queries,
+    )
+    assert FROM_CACHE in lines[-1] and f"micro-step {t} " in lines[-1]
+
+
+def test_a_flag_not_kept_is_read_back_as_not_kept(cache: Path) -> None:
+    first = induction.prove(SEQNUM, "stateful", SMALL, ["complete-reuse"])
+    lines: list[str] = []
+    again = induction.prove(SEQNUM, "stateful", SMALL, ["complete-reuse"], say=lines.append)
+    assert again.proved == [] and again.failed == first.failed
+    assert "may set its flag" in again.failed["complete-reuse"]
+    assert lines and all(FROM_CACHE in line for line in lines)
+
+
+def test_the_name_is_of_the_rules_and_the_check() -> None:
+    props = ["no-stale-reuse", "no-lost-input"]
+    name = proofcache.key(ORDERED, "stateful", SMALL, 1, props, ())
+    renamed = evolve(ORDERED, name="my-ordered", description="another text")
+    assert proofcache.key(renamed, "stateful", SMALL, 1, props, ()) == name
+    EARLY = evolve(ORDERED, record_order="before-first-tool-call")
+    others = [
+        proofcache.key(EARLY, "stateful", SMALL, 1, props, ()),
+        proofcache.key(ORDERED, "chain", SMALL, 1, props, ()),
+        proofcache.key(ORDERED, "stateful", LARGER, 1, props, ()),
+        proofcache.key(ORDERED, "stateful", SMALL, 2, props, ()),
+        proofcache.key(ORDERED, "stateful", SMALL, 1, props[:1], ()),
+        proofcache.key(ORDERED, "stateful", SMALL, 1, props, ("no-lost-input",)),
+    ]
+    assert len({name, *others}) == 1 + len(others)
+
+
+def test_any_change_of_the_code_gives_other_names(tmp_path: Path) -> None:
+    code = tmp_path / "spec"
+    (code / "sub").mkdir(parents=True)
+    (code / "a.py").write_text("x = 1\n")
+    (code / "sub" / "b.py").write_text("y = 2\n")
+    before = proofcache.fingerprint([code])
+    assert proofcache.fingerprint([code]) == before
+    (code / "sub" / "b.py").write_text("y = 3\n")
+    changed = proofcache.fingerprint([code])
+    (code / "sub" / "c.py").write_text("")
+    added = proofcache.fingerprint([code])
+    assert len({before, changed, added}) == 3
+
+
+def test_an_unreadable_entry_is_said_and_checked_again(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t = induction.step_classes(ORDERED, LARGER)[0]
+    first = _check(t, [])
+    (entry,) = _entries(cache)
+    entry.write_text('{"key": "trunc')
+    lines: list[str] = []
+    again = _check(t, lines)
+    err = capsys.readouterr().err
+    assert f"proof cache: {entry}: cannot read the entry" in err and "checking again" in err
+    assert FROM_CACHE not in lines[-1] and again.failed == first.failed
+    assert json.loads(entry.read_text())["outcome"]["queries"] == first.queries
+
+
+def test_a_class_with_an_unknown_query_is_not_written(cache: Path) -> None:
+    t = induction.step_classes(ORDERED, LARGER)[1]
+    outcome = _check(t, [], timeout=0.001)  # a millisecond per query: some are unknown
+    assert "did not settle" in outcome.broken + "".join(outcome.failed.values())
+    assert _entries(cache) == []
+
+
+def test_verify_reads_back_what_it_proved_unless_told_not_to(cache: Path, tmp_path: Path) -> None:
+    def verify(*extra: str) -> tuple[list[Any], str]:
+        argv = ["verify", "--contract", "seqnum", "--bound", str(SMALL), "--engine", "induction"]
+        run = subprocess.run(
+            [sys.executable, "-m", "replay_contract", *argv, "--json", *extra],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert run.returncode == 1, run.stderr  # seqnum breaks complete-reuse
+        return [(r["property"], r["verdict"]) for r in json.loads(run.stdout)], run.stderr
+
+    first, err = verify()
+    assert "micro-step" in err and FROM_CACHE not in err
+    written = _entries(cache)
+    assert written
+    second, err = verify()
+    assert second == first and FROM_CACHE in err
+    checked = [line for line in err.splitlines() if "/ induction /" in line and "micro-" in line]
+    assert checked and all(FROM_CACHE in line for line in checked)
+    third, err = verify("--no-proof-cache")
+    assert third == first and "micro-step" in err and FROM_CACHE not in err
+    assert _entries(cache) == written
