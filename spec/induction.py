@@ -1577,13 +1577,15 @@ def check_step_class(
     compared with the rest of its class (:func:`check_class`), then each group of goals
     (:func:`_groups`) is one query, the flags of ``skip`` (already known not kept) left
     out; the first fact found broken ends it. Each class is checked on its own: a step
-    assumes the invariant, not what an earlier step found."""
+    assumes the invariant, not what an earlier step found. The outcome of a check whose
+    queries were all answered is kept in the proof cache (:mod:`.proofcache`) and read
+    back, instead of checking again, by the same check."""
     started = time.monotonic()
     classes = step_classes(contract, bound)
     if t not in classes:
         raise ValueError(f"micro-step {t} stands for no step class at {bound} (those: {classes})")
     cached = proofcache.key(contract, agent, bound, t, properties, skip)
-    known = proofcache.read(cached)
+    known = proofcache.read(cached, _CACHED)
     if known is not None:
         outcome = ClassOutcome(
             t,
@@ -1642,6 +1644,10 @@ def check_step_class(
     if say is not None:
         say(f"{_class_line(contract, agent, bound, t, len(step.goals), asked)} {seconds:.1f} s")
     return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
+
+
+#: What the proof cache keeps of a step class's check (:mod:`.proofcache`).
+_CACHED = {"failed": dict, "broken": str, "queries": int, "facts": int, "seconds": (int, float)}
 
 
 def _class_line(

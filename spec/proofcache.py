@@ -25,7 +25,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -105,9 +105,10 @@ def _path(name: str) -> Path | None:
     return None if top is None else top / name[:2] / f"{name}.json"
 
 
-def read(name: str) -> dict[str, Any] | None:
-    """The outcome recorded under ``name``, or ``None`` (none, the cache off, or an entry
-    that cannot be read: said on standard error)."""
+def read(name: str, fields: Mapping[str, type | tuple[type, ...]]) -> dict[str, Any] | None:
+    """The outcome recorded under ``name``, with each of ``fields`` of its type, or
+    ``None`` (none, the cache off, or an entry that cannot be read: said on standard
+    error)."""
     path = _path(name)
     if path is None or not path.exists():
         return None
@@ -115,11 +116,14 @@ def read(name: str) -> dict[str, Any] | None:
         entry = json.loads(path.read_text())
         if not isinstance(entry, dict) or entry.get("key") != name:
             raise ValueError("not an entry of this name")
-        outcome = entry["outcome"]
+        outcome = entry.get("outcome")
         if not isinstance(outcome, dict):
             raise ValueError("no outcome")
+        for field, kind in fields.items():
+            if not isinstance(outcome.get(field), kind) or isinstance(outcome[field], bool):
+                raise ValueError(f"no {field} of the right type")
         return outcome
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError) as e:
         print(
             f"proof cache: {path}: cannot read the entry ({e}); checking again",
             file=sys.stderr,

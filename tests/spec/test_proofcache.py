@@ -99,13 +99,20 @@ def test_any_change_of_the_code_gives_other_names(tmp_path: Path) -> None:
     assert len({before, changed, added}) == 3
 
 
+@pytest.mark.parametrize("damage", ["cut short", "a field of another type"])
 def test_an_unreadable_entry_is_said_and_checked_again(
-    cache: Path, capsys: pytest.CaptureFixture[str]
+    damage: str, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     t = induction.step_classes(ORDERED, LARGER)[0]
     first = _check(t, [])
     (entry,) = _entries(cache)
-    entry.write_text('{"key": "trunc')
+    text = entry.read_text()
+    if damage == "cut short":
+        entry.write_text(text[: len(text) // 2])
+    else:
+        data = json.loads(text)
+        data["outcome"]["queries"] = "many"
+        entry.write_text(json.dumps(data))
     lines: list[str] = []
     again = _check(t, lines)
     err = capsys.readouterr().err
