@@ -1609,10 +1609,16 @@ def check_step_class(
     broken = ""
     asked = 0
     settled = True  # no query unknown
-    for label, goals in _groups(step.goals):
-        prop = label[len("flag ") :] if label.startswith("flag ") else ""
-        if prop and prop in skip:
-            continue
+    groups = [(label, goals) for label, goals in _groups(step.goals) if _flag(label) not in skip]
+    said = time.monotonic()
+    for label, goals in groups:
+        prop = _flag(label)
+        if say is not None and time.monotonic() - said >= PROGRESS_EVERY:
+            said = time.monotonic()
+            say(
+                f"{contract.name} / induction / {agent}: micro-step {t}: {asked} of "
+                f"{len(groups)} queries answered ({said - started:.0f} s)"
+            )
         step.solver.push()
         step.solver.add(z3.Or(*(goal for _, goal in goals)))
         result = step.solver.check()
@@ -1645,6 +1651,15 @@ def check_step_class(
         say(f"{_class_line(contract, agent, bound, t, len(step.goals), asked)} {seconds:.1f} s")
     return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
 
+
+def _flag(label: str) -> str:
+    """The property whose flag a group of goals asks about ("" for a group of facts)."""
+    return label[len("flag ") :] if label.startswith("flag ") else ""
+
+
+#: How often (seconds) a step class's check says how far it is: a class of the default
+#: bound may take minutes.
+PROGRESS_EVERY = 30.0
 
 #: What the proof cache keeps of a step class's check (:mod:`.proofcache`).
 _CACHED = {"failed": dict, "broken": str, "queries": int, "facts": int, "seconds": (int, float)}

@@ -308,3 +308,16 @@ def test_cli_refuses_an_unknown_engine(capsys: pytest.CaptureFixture[str]) -> No
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--engine" in err and "guess" in err
+
+
+def test_a_long_class_says_how_far_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(induction, "PROGRESS_EVERY", 0.0)  # a line before every query
+    lines: list[str] = []
+    props = induction.inductive(SEQNUM, "stateful", PROPERTIES)
+    t = induction.step_classes(SEQNUM, SMALL)[1]
+    outcome = induction.check_step_class(SEQNUM, "stateful", SMALL, t, props, say=lines.append)
+    n = outcome.queries
+    assert n > 1 and outcome.failed == {} and outcome.broken == ""
+    counts = [line.split(": ")[-1].split(" queries")[0] for line in lines if "answered" in line]
+    assert counts == [f"{i} of {n}" for i in range(n)]
+    assert lines[-1].endswith(" s") and f"in {n} queries" in lines[-1]
