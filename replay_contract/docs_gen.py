@@ -23,7 +23,7 @@ import os
 import re
 import shlex
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -556,16 +556,23 @@ def gen_verdict_matrix(root: Path) -> str:
 # -- the command line -------------------------------------------------------------------
 
 
-def _help(parser: Any) -> str:
-    old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "80"
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """``$name`` is ``value`` within the block, and what it was after."""
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
-        return str(parser.format_help())
+        yield
     finally:
         if old is None:
-            del os.environ["COLUMNS"]
+            del os.environ[name]
         else:
-            os.environ["COLUMNS"] = old
+            os.environ[name] = old
+
+
+def _help(parser: Any) -> str:
+    with _environment("COLUMNS", "80"):
+        return str(parser.format_help())
 
 
 def gen_cli_reference(root: Path) -> str:
@@ -615,7 +622,12 @@ def run_command(argv: Sequence[str]) -> tuple[int, str]:
     from replay_contract.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    # the times a verdict shows are of checks made now, not read from the proof cache
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        _environment("REPLAY_CONTRACT_PROOF_CACHE", "off"),
+    ):
         try:
             status = main(list(argv))
         except SystemExit as exc:

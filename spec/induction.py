@@ -1662,7 +1662,13 @@ def _flag(label: str) -> str:
 PROGRESS_EVERY = 30.0
 
 #: What the proof cache keeps of a step class's check (:mod:`.proofcache`).
-_CACHED = {"failed": dict, "broken": str, "queries": int, "facts": int, "seconds": (int, float)}
+_CACHED: dict[str, type | tuple[type, ...]] = {
+    "failed": dict,
+    "broken": str,
+    "queries": int,
+    "facts": int,
+    "seconds": (int, float),
+}
 
 
 def _class_line(
