@@ -6,7 +6,8 @@ left out, and of the code that builds and asks its formulas. Its outcome, once e
 query of it was answered (``sat`` or ``unsat``, none ``unknown``), is written to a file
 named by a hash of all of these: the rules (not the contract's name or description), the
 arguments, the text of every module of ``replay_contract.spec`` and
-``replay_contract.model`` and Z3's version. A run that asks the same check again (a
+``replay_contract.model`` (read when this module is imported, with the code that runs)
+and Z3's version. A run that asks the same check again (a
 deepening stopped by Ctrl-C and started again, the same change under another name, a
 second look at a verdict) reads the outcome instead of asking the solver. Any change of
 the code or of Z3 gives other names, so an outcome is only ever reused for the very
@@ -26,7 +27,6 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +59,11 @@ def turn_off() -> None:
     os.environ["REPLAY_CONTRACT_PROOF_CACHE"] = OFF
 
 
-@cache
 def code_fingerprint() -> str:
-    """A hash of the modules that build and ask the formulas (and of Z3's version)."""
-    from replay_contract import model, spec
-
-    return fingerprint([Path(spec.__file__).parent, Path(model.__file__).parent])
+    """A hash of the modules that build and ask the formulas (and of Z3's version), as
+    they were when this module was imported: the code that runs, even if the files
+    change while it does (a process forked later inherits it)."""
+    return _CODE
 
 
 def fingerprint(folders: Sequence[Path]) -> str:
@@ -75,6 +74,15 @@ def fingerprint(folders: Sequence[Path]) -> str:
             h.update(f"{path.relative_to(top.parent).as_posix()}\n".encode())
             h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def _code() -> str:
+    from replay_contract import model, spec
+
+    return fingerprint([Path(spec.__file__).parent, Path(model.__file__).parent])
+
+
+_CODE = _code()
 
 
 def key(

@@ -99,6 +99,19 @@ def test_any_change_of_the_code_gives_other_names(tmp_path: Path) -> None:
     assert len({before, changed, added}) == 3
 
 
+def test_the_code_is_read_once_when_the_cache_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a file edited while a long run goes on must not name that run's outcomes: a
+    # process forked later (the deepening's steps, the class workers) keeps the code
+    # it runs, and so the fingerprint taken when it was imported
+    taken = proofcache.code_fingerprint()
+    name = proofcache.key(ORDERED, "stateful", SMALL, 1, ["no-lost-input"], ())
+    monkeypatch.setattr(proofcache, "fingerprint", lambda folders: "the files now")
+    assert proofcache.code_fingerprint() == taken
+    assert proofcache.key(ORDERED, "stateful", SMALL, 1, ["no-lost-input"], ()) == name
+
+
 @pytest.mark.parametrize("damage", ["cut short", "a field of another type"])
 def test_an_unreadable_entry_is_said_and_checked_again(
     damage: str, cache: Path, capsys: pytest.CaptureFixture[str]
