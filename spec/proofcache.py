@@ -7,11 +7,10 @@ query of it was answered (``sat`` or ``unsat``, none ``unknown``), is written to
 named by a hash of all of these: the rules (not the contract's name or description), the
 arguments, the text of every module of ``replay_contract.spec`` and
 ``replay_contract.model`` (read when this module is imported, with the code that runs)
-and Z3's version. A run that asks the same check again (a
-deepening stopped by Ctrl-C and started again, the same change under another name, a
-second look at a verdict) reads the outcome instead of asking the solver. Any change of
-the code or of Z3 gives other names, so an outcome is only ever reused for the very
-formulas it answered.
+and Z3's version. A run that asks the same check again (a deepening stopped by Ctrl-C
+and started again, the same change under another name, a second look at a verdict)
+reads the outcome instead of asking the solver. Any change of the code or of Z3 gives
+other names, so an outcome is only ever reused for the very formulas it answered.
 
 Where: ``$REPLAY_CONTRACT_PROOF_CACHE``, or ``proofs/`` in the download cache
 (``$REPLAY_CONTRACT_CACHE``, by default ``~/.cache/replay-contract``);
@@ -141,9 +140,11 @@ def read(name: str, fields: Mapping[str, type | tuple[type, ...]]) -> dict[str, 
 
 def write(name: str, outcome: dict[str, Any]) -> None:
     """Record ``outcome`` under ``name`` (atomically: a reader sees all of it or none).
-    A cache that cannot be written is said on standard error; the check stands."""
+    A cache that cannot be written is said on standard error, once a process; the check
+    stands."""
+    global _unwritable
     path = _path(name)
-    if path is None:
+    if path is None or _unwritable:
         return
     written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     entry = {"key": name, "written": written, "outcome": outcome}
@@ -153,4 +154,9 @@ def write(name: str, outcome: dict[str, Any]) -> None:
         part.write_text(json.dumps(entry, indent=1, sort_keys=True) + "\n")
         part.replace(path)
     except OSError as e:
-        print(f"proof cache: {path}: cannot write ({e})", file=sys.stderr)
+        _unwritable = True
+        print(f"proof cache: {path}: cannot write ({e}); not kept", file=sys.stderr)
+
+
+#: Whether a write failed in this process (the others are not tried).
+_unwritable = False

@@ -134,6 +134,19 @@ def test_an_unreadable_entry_is_said_and_checked_again(
     assert json.loads(entry.read_text())["outcome"]["queries"] == first.queries
 
 
+def test_a_cache_that_cannot_be_written_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", str(blocker / "proofs"))
+    monkeypatch.setattr(proofcache, "_unwritable", False)
+    outcomes = [_check(t, []) for t in induction.step_classes(ORDERED, LARGER)[:2]]
+    assert all(o.failed == {} and o.broken == "" for o in outcomes)  # the checks stand
+    said = [line for line in capsys.readouterr().err.splitlines() if "cannot write" in line]
+    assert len(said) == 1 and str(blocker) in said[0] and said[0].endswith("not kept")
+
+
 def test_a_class_with_an_unknown_query_is_not_written(cache: Path) -> None:
     t = induction.step_classes(ORDERED, LARGER)[1]
     outcome = _check(t, [], timeout=0.001)  # a millisecond per query: some are unknown
