@@ -9,8 +9,9 @@
   ``docs/protocol.md`` does not exist yet.
 
 The Mermaid runtime is the ``mermaid`` package of the npm registry at a pinned version,
-checked against a pinned SHA-512 digest, fetched once with ``npm pack`` into a cache
-folder (``$XDG_CACHE_HOME/replay-contract``, by default ``~/.cache/replay-contract``).
+checked against a pinned SHA-512 digest, fetched once with ``npm pack`` into the download cache
+(:func:`replay_contract.cache.cache_dir`: ``$REPLAY_CONTRACT_CACHE``, by default
+``~/.cache/replay-contract``).
 ``REPLAY_CONTRACT_MERMAID_JS`` may name a ``mermaid.min.js`` to use instead (for a
 machine that cannot reach the registry).
 """
@@ -28,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from replay_contract.cache import cache_dir
 from replay_contract.docs_gen import GenerationError, expand_markers
 from replay_contract.layout import stage
 
@@ -55,11 +57,6 @@ class MermaidUnavailable(RuntimeError):
     """The Mermaid runtime is neither cached nor fetchable."""
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "replay-contract" / f"mermaid-{MERMAID_VERSION}"
-
-
 def _integrity(data: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
@@ -69,7 +66,7 @@ def mermaid_js() -> tuple[Path, Path | None]:
     override = os.environ.get("REPLAY_CONTRACT_MERMAID_JS")
     if override:
         return Path(override), None
-    folder = _cache_dir()
+    folder = cache_dir() / f"mermaid-{MERMAID_VERSION}"
     script, licence = folder / "mermaid.min.js", folder / "LICENSE"
     if script.exists() and licence.exists():
         return script, licence

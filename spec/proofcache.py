@@ -31,6 +31,7 @@ from typing import Any
 
 import z3
 
+from replay_contract.cache import cache_dir
 from replay_contract.model.contracts import Contract
 
 from .bound import Bound
@@ -48,9 +49,7 @@ def folder() -> Path | None:
         return None
     if configured:
         return Path(configured).expanduser().absolute()
-    base = os.environ.get("REPLAY_CONTRACT_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "replay-contract"
-    return (root.expanduser() / "proofs").absolute()
+    return cache_dir() / "proofs"
 
 
 def turn_off() -> None:

@@ -1,12 +1,13 @@
 """What every JVM service launcher needs: folders, Java, a Maven classpath, processes, ports.
 
-A service keeps two folders. The *cache* (``$REPLAY_CONTRACT_CACHE``, by default
-``~/.cache/replay-contract``) holds the resolved jars, outside the clone, so a fresh clone
-does not download again; Maven's own local repository (``~/.m2``) sits below it as the
-download cache. The *state* folder (``$REPLAY_CONTRACT_STATE/<name>``, by default
-``.replay-contract/services/<name>`` under the current directory) holds the running
-service's configuration, data, log and ``state.json``, which records the processes that
-``up`` started so that ``down`` stops exactly those.
+A service keeps two folders. The *cache* (:func:`replay_contract.cache.cache_dir`,
+``$REPLAY_CONTRACT_CACHE``, by default ``~/.cache/replay-contract``) holds the resolved
+jars, outside the clone, so a fresh clone does not download again; Maven's own local
+repository (``~/.m2``) sits below it as the download cache. The *state* folder
+(``$REPLAY_CONTRACT_STATE/<name>``, by default ``.replay-contract/services/<name>`` under
+the current directory) holds the running service's configuration, data, log and
+``state.json``, which records the processes that ``up`` started so that ``down`` stops
+exactly those.
 
 Each failure raises :class:`ServiceError` with a one-line message; the command line prints
 it and exits with status 2, or 3 for a server that died or did not answer while it
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay_contract.cache import cache_dir as cache_dir
 from replay_contract.errors import ServiceError as ServiceError
 from replay_contract.errors import StartError as StartError
 from replay_contract.model.files import read_json
@@ -50,13 +52,6 @@ def note(name: str, message: str, *, progress: bool = True) -> None:
 
 
 # --- folders -----------------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """The download cache shared by every clone: ``$REPLAY_CONTRACT_CACHE`` or ``~/.cache``."""
-    configured = os.environ.get("REPLAY_CONTRACT_CACHE")
-    root = Path(configured) if configured else Path.home() / ".cache" / "replay-contract"
-    return root.expanduser().absolute()
 
 
 def state_dir(name: str) -> Path:
