@@ -13,7 +13,7 @@ reads the outcome instead of asking the solver. Any change of the code or of Z3 
 other names, so an outcome is only ever reused for the very formulas it answered.
 
 Where: ``$REPLAY_CONTRACT_PROOF_CACHE``, or ``proofs/`` in the download cache
-(``$REPLAY_CONTRACT_CACHE``, by default ``~/.cache/replay-contract``);
+(:func:`replay_contract.cache.cache_dir`);
 ``REPLAY_CONTRACT_PROOF_CACHE=off`` (or ``verify --no-proof-cache``) turns it off. An
 entry that cannot be read is said on standard error, checked again and written anew.
 """
@@ -40,6 +40,9 @@ from .bound import Bound
 FORMAT = 1
 
 OFF = "off"
+
+#: Whether a write failed in this process (the others are not tried).
+_unwritable = False
 
 
 def folder() -> Path | None:
@@ -155,7 +158,3 @@ def write(name: str, outcome: dict[str, Any]) -> None:
     except OSError as e:
         _unwritable = True
         print(f"proof cache: {path}: cannot write ({e}); not kept", file=sys.stderr)
-
-
-#: Whether a write failed in this process (the others are not tried).
-_unwritable = False
