@@ -102,7 +102,12 @@ class Workers:
 def die_with_parent(parent: int) -> None:
     """In a process forked by ``parent``: have the kernel kill it once ``parent`` ends
     (Linux; elsewhere nothing), so that no solver process outlives a ``verify`` that was
-    killed; if ``parent`` is gone already, end now."""
+    killed; if ``parent`` is gone already, end now. SIGTERM and SIGHUP end it at once:
+    the handlers the command line sets (:func:`replay_contract.cli.stop_as_on_ctrl_c`)
+    are for the parent, and a forked worker that inherited them would turn a pool's
+    ``terminate`` into an exception it may outlive, leaving the parent waiting for it."""
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.SIG_DFL)
     if not sys.platform.startswith("linux"):
         return
     set_parent_death_signal = 1  # PR_SET_PDEATHSIG of <linux/prctl.h>
