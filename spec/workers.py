@@ -104,8 +104,8 @@ def die_with_parent(parent: int) -> None:
     (Linux; elsewhere nothing), so that no solver process outlives a ``verify`` that was
     killed; if ``parent`` is gone already, end now. SIGTERM and SIGHUP end it at once:
     the handlers the command line sets (:func:`replay_contract.cli.stop_as_on_ctrl_c`)
-    are for the parent, and a forked worker that inherited them would turn a pool's
-    ``terminate`` into an exception it may outlive, leaving the parent waiting for it."""
+    are for the parent; inherited, they would run only when the worker's Z3 query
+    returns, so a pool's ``terminate`` would wait for that query."""
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, signal.SIG_DFL)
     if not sys.platform.startswith("linux"):
