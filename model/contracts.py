@@ -154,9 +154,10 @@ def contract_from_json(data: Any, where: str = "contract") -> Contract:
     changes: dict[str, Any] = {}
     for name, value in data.items():
         if name not in known:
+            rules = ", ".join(n for n in known if n not in ("name", "description"))
             raise UnknownContractError(
-                f"{where}.{name}: unknown rule (known: "
-                f"{', '.join(n for n in known if n != 'name')})"
+                f"{where}.{name}: unknown field (known: name, based_on, description, and "
+                f"the rules {rules})"
             )
         if name in _CHOICES and value not in _CHOICES[name]:
             raise UnknownContractError(

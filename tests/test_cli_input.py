@@ -89,6 +89,12 @@ def test_empty_or_repeated_choices_are_refused(
         ({"give_up_after": True}, "c.json.give_up_after: expected a non-negative integer"),
         ({"description": [1]}, "c.json.description: expected a text"),
         ({"based_on": 3}, "c.json.based_on: expected a contract name"),
+        (
+            {"base": "ordered"},
+            "c.json.base: unknown field (known: name, based_on, description, and the rules "
+            "match, on_miss, wait, record_order, give_up_after, split_order, "
+            "give_up_on_timeout, durable_invalidation, invalidation_scope)",
+        ),
     ],
 )
 def test_a_contract_file_with_a_wrong_type_is_refused(
