@@ -331,6 +331,16 @@ class Machine:
         checkpoint needs it."""
         return [s for s in self.written(kind) if s.epoch < self.current]
 
+    def slots_now(self, kind: str, entry: int = -1) -> list[Slot]:
+        """The slots of ``kind`` and ``entry`` that records write in this epoch."""
+        return [s for s in self.written(kind) if s.epoch == self.current and s.entry == entry]
+
+    def write_record(self, guard: Sym, record: Sym, kind: str, entry: int, **values: Sym) -> None:
+        """The slot of ``kind`` and ``entry`` of ``record`` in this epoch takes ``values``
+        (under ``guard``): a write at a possibly symbolic index."""
+        for s in self.slots_now(kind, entry):
+            s.write(lg.and_(guard, lg.eq(record, s.record)), **values)
+
     def voidable(self, kind: str = "") -> list[Slot]:
         """The slots an invalidation may void: with scope ``key``, the settled ones."""
         if self.contract.invalidation_scope == "key":
@@ -348,14 +358,22 @@ class Machine:
             lg.not_(self.op.cell("volatile-voided", s.index)),
         )
 
+    def waiting_of(self, key: Sym) -> list[Sym]:
+        """Per record: it is a waiting input of ``key``."""
+        return [
+            lg.and_(self.op.cell("waiting", r), lg.eq(self.shape.key[r], key))
+            for r in range(self.n)
+        ]
+
+    def waits(self, key: Sym) -> Sym:
+        """Some input of ``key`` waits."""
+        return lg.or_(*self.waiting_of(key))
+
     def recovering(self, key: Sym) -> Sym:
         op = self.op
-        waiting = lg.or_(
-            *(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], key)) for r in range(self.n))
-        )
         return lg.or_(
             lg.lt(op.at("next", key), op.at("expected-end", key)),
-            waiting,
+            self.waits(key),
             lg.le(0, op.at("diverge-at", key)),
         )
 
@@ -427,15 +445,10 @@ class Machine:
     def find(
         self, key: Sym, entry: int, record: Sym, version: Sym, position: Sym, reads: tuple[Sym, ...]
     ) -> Found:
+        """The latest valid slot of ``entry`` that the lookup of ``record`` matches."""
         match = self.contract.match
-        found = Found(
-            False,
-            dict.fromkeys(self.plan.entries[entry].writes, NONE),
-            NONE,
-            NONE,
-            tuple(NONE for _ in reads),
-            -1,
-        )
+        fields = self.plan.entries[entry].writes
+        options = []
         for s in self.written("completion"):
             if s.entry != entry or s.epoch == self.current:
                 # a record is accepted at most once per epoch and writes its slot of an
@@ -446,17 +459,20 @@ class Machine:
                 conds.append(lg.eq(s.position, position))
             if match == "reads":
                 conds.extend(lg.eq(a, b) for a, b in zip(s.reads, reads, strict=True))
-            m = lg.and_(*conds)
-            if lg._const(m) is False:
-                continue
-            found.any = lg.or_(found.any, m)
-            found.writes = {f: lg.ite(m, s.writes[f], v) for f, v in found.writes.items()}
-            found.output = lg.ite(m, s.output, found.output)
-            found.prefix = lg.ite(m, s.prefix, found.prefix)
-            found.reads = tuple(lg.ite(m, a, b) for a, b in zip(s.reads, found.reads, strict=True))
-            found.time = lg.ite(m, s.time, found.time)
-            found.index = lg.ite(m, s.index, found.index)
-        return found
+            values = (*(s.writes[f] for f in fields), s.output, s.prefix, *s.reads, s.time, s.index)
+            options.append((lg.and_(*conds), values))
+        none = (*[NONE] * (len(fields) + 2 + len(reads)), -1, -1)
+        hit, values = lg.latest(options, none)
+        w = len(fields)
+        return Found(
+            hit,
+            dict(zip(fields, values[:w], strict=True)),
+            values[w],
+            values[w + 1],
+            tuple(values[w + 2 : -2]),
+            values[-2],
+            values[-1],
+        )
 
     def invalidate(
         self, happens: Sym, key: Sym, position: Sym, keep: tuple[Sym, Sym] | None
@@ -510,14 +526,7 @@ class Machine:
         if self.recorder and kept is True:
             self.recorder.order(position, record, version)
         time = self.tick()
-        for s in self.written("order"):
-            if s.epoch == self.current:
-                s.write(
-                    lg.and_(kept, lg.eq(record, s.record)),
-                    position=position,
-                    version=version,
-                    time=time,
-                )
+        self.write_record(kept, record, "order", -1, position=position, version=version, time=time)
 
     # -- heavy operations ------------------------------------------------------------
 
@@ -566,25 +575,24 @@ class Machine:
             carries = lg.and_(c.record_order == "with-first-completion", lg.not_(ordered))
             saved = self.effect(miss)
             time = self.tick()
-            for s in self.written("completion"):
-                if s.epoch == self.current and s.entry == entry.index:
-                    s.write(
-                        lg.and_(saved, lg.eq(record, s.record)),
-                        position=position,
-                        version=version,
-                        reads=reads,
-                        writes=writes,
-                        output=output,
-                        order=carries,
-                        prefix=prefix,
-                        time=time,
-                    )
+            self.write_record(
+                saved,
+                record,
+                "completion",
+                entry.index,
+                position=position,
+                version=version,
+                reads=reads,
+                writes=writes,
+                output=output,
+                order=carries,
+                prefix=prefix,
+                time=time,
+            )
             self.monitors.save(saved, record, version, entry.index)
             if self.recorder and saved is True:
                 slot = next(
-                    s.index
-                    for s in self.written("completion")
-                    if s.epoch == self.current and s.entry == entry.index and s.record == record
+                    s.index for s in self.slots_now("completion", entry.index) if s.record == record
                 )
                 self.recorder.save(position, record, version, entry.index, slot, reads, carries)
             ordered = lg.or_(ordered, lg.and_(lg.not_(found.any), carries))
@@ -634,21 +642,21 @@ class Machine:
             s for s in self.written() if s.kind == "order" or lg._const(s.order) is not False
         ]
         for q in range(self.n):
-            h: Sym = False
-            rec: Sym = -1
-            ver: Sym = 0
-            for s in carriers:
-                m = lg.and_(
-                    self.valid(s),
-                    s.order if s.kind == "completion" else True,
-                    lg.eq(s.key, key),
-                    lg.eq(s.position, q),
-                )
-                if lg._const(m) is False:
-                    continue
-                h = lg.or_(h, m)
-                rec = lg.ite(m, s.record, rec)
-                ver = lg.ite(m, s.version, ver)
+            h, (rec, ver) = lg.latest(
+                [
+                    (
+                        lg.and_(
+                            self.valid(s),
+                            s.order if s.kind == "completion" else True,
+                            lg.eq(s.key, key),
+                            lg.eq(s.position, q),
+                        ),
+                        (s.record, s.version),
+                    )
+                    for s in carriers
+                ],
+                (-1, 0),
+            )
             has.append(h)
             records.append(rec)
             versions.append(ver)
@@ -670,24 +678,18 @@ class Machine:
             return
         ranks = self.view_ranks()
         for k in range(self.k):
-            waits = lg.or_(
-                *(
-                    lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k))
-                    for r in range(self.n)
-                )
-            )
             ranks[k] = lg.ite(
                 lg.lt(ranks[k], ABSENT),
                 ranks[k],
-                lg.ite(waits, lg.add(WAITING_ONLY, op.cell("inserted", k)), ABSENT),
+                lg.ite(self.waits(k), lg.add(WAITING_ONLY, op.cell("inserted", k)), ABSENT),
             )
         for k in range(self.k):
             included = lg.and_(happens, lg.lt(ranks[k], ABSENT))
             start = op.cell("next", k)
             has, records, versions = self.recorded_order(k)
-            end: Sym = self.n
-            for q in range(self.n - 1, -1, -1):
-                end = lg.ite(lg.and_(lg.le(start, q), lg.not_(has[q])), q, end)
+            end = lg.first(
+                [lg.and_(lg.le(start, q), lg.not_(has[q])) for q in range(self.n)], self.n
+            )
             op.put("expected-end", k, end, included)
             for q in range(self.n):
                 op.put("expected", k, records[q], included, q)
@@ -713,17 +715,20 @@ class Machine:
         if self.contract.split_order:
             start = op.at("next", key)
             end = op.at("expected-end", key)
-            first: Sym = -1
-            for q in range(self.n - 1, -1, -1):
-                expected = op.at("expected", key, q)
-                cond = lg.and_(
-                    lg.le(start, q),
-                    lg.lt(q, end),
-                    lg.eq(self.channel_of(expected), self.channel_of(record)),
-                    lg.lt(expected, record),
-                    lg.not_(op.at("waiting", expected)),
-                )
-                first = lg.ite(cond, q, first)
+            expected = [op.at("expected", key, q) for q in range(self.n)]
+            first = lg.first(
+                [
+                    lg.and_(
+                        lg.le(start, q),
+                        lg.lt(q, end),
+                        lg.eq(self.channel_of(expected[q]), self.channel_of(record)),
+                        lg.lt(expected[q], record),
+                        lg.not_(op.at("waiting", expected[q])),
+                    )
+                    for q in range(self.n)
+                ],
+                -1,
+            )
             gives_up = lg.and_(happens, lg.le(0, first))
             if self.recorder and lg.and_(gives_up, self.live()) is True:
                 missing = op.at("expected", key, first)
@@ -756,11 +761,7 @@ class Machine:
         head_waits = lg.and_(lg.le(0, head), op.at("waiting", head))
         same = lg.eq(op.at("waiting-version", head), head_version)
         pending_divergence = lg.le(0, op.at("diverge-at", k))
-        candidates = (
-            [lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], k)) for r in range(self.n)]
-            if self.contract.wait
-            else [False] * self.n
-        )
+        candidates = self.waiting_of(k) if self.contract.wait else [False] * self.n
         any_waiting = lg.or_(*candidates)
         stuck = lg.and_(active, expecting, lg.not_(head_waits))
         rest = lg.and_(active, lg.not_(expecting), lg.not_(pending_divergence))
@@ -831,13 +832,6 @@ class Machine:
         done = lg.and_(happens, lg.not_(present))
         w.set("phase", DONE, done)
         return diverges, done
-
-    def waits(self, key: Sym) -> Sym:
-        """Some input of ``key`` waits."""
-        op = self.op
-        return lg.or_(
-            *(lg.and_(op.cell("waiting", r), lg.eq(self.shape.key[r], key)) for r in range(self.n))
-        )
 
     def dispatch_timeout(self, happens: Sym, index: Sym, key: Sym, present: Sym) -> Sym:
         """The wait bound passed (:func:`replay_contract.model.recovery.timeout`): the key at
@@ -961,14 +955,17 @@ class Machine:
         nexts, has_next = [], []
         for ch in range(self.c):
             offset, high = op.cell("offset", ch), w.cell("high", ch)
-            rec: Sym = -1
-            for r in range(self.n - 1, -1, -1):
-                cand = lg.and_(
-                    lg.eq(self.shape.channel[r], ch),
-                    lg.le(offset, r),
-                    lg.not_(lg.and_(lg.lt(r, high), lg.eq(self.shape.mode[r], 1))),
-                )
-                rec = lg.ite(cand, r, rec)
+            rec = lg.first(
+                [
+                    lg.and_(
+                        lg.eq(self.shape.channel[r], ch),
+                        lg.le(offset, r),
+                        lg.not_(lg.and_(lg.lt(r, high), lg.eq(self.shape.mode[r], 1))),
+                    )
+                    for r in range(self.n)
+                ],
+                -1,
+            )
             nexts.append(rec)
             has_next.append(lg.le(0, rec))
         record = lg.select(move.channel, nexts, -1)
@@ -1025,10 +1022,13 @@ class Machine:
             since = lg.minimum(
                 [(candidates[r], op.cell("waiting-since", r)) for r in range(self.n)], ABSENT
             )
-            for r in range(self.n - 1, -1, -1):
-                first = lg.ite(
-                    lg.and_(candidates[r], lg.eq(op.cell("waiting-since", r), since)), r, first
-                )
+            first = lg.first(
+                [
+                    lg.and_(candidates[r], lg.eq(op.cell("waiting-since", r), since))
+                    for r in range(self.n)
+                ],
+                0,
+            )
         # the heavy operation of this micro-step
         accepting = lg.or_(direct, take_head, take_waiting)
         acc_record = lg.ite(direct, record, lg.ite(take_head, loop["head"], first))

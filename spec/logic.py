@@ -253,6 +253,14 @@ def add(a: Sym, b: Sym) -> Sym:
     return z3.ArithRef(z3core.Z3_mk_add(_REF, 2, both), _CTX)
 
 
+# -- aggregates -----------------------------------------------------------------------
+#
+# The machine's searches over records, positions and store slots (how many hold, the
+# least value, the first index, the latest match) are these, each written once; a form
+# with a symbolic number of records would change them, not the machine. Their bounded
+# form is a chain of ``ite``s, the form Z3 was measured fastest on here.
+
+
 def count(xs: list[Sym]) -> Sym:
     """How many of the booleans ``xs`` hold."""
     total: Sym = 0
@@ -277,3 +285,26 @@ def minimum(options: list[tuple[Sym, Sym]], default: Sym) -> Sym:
     for cond, value in options:
         out = ite(and_(cond, lt(value, out)), value, out)
     return out
+
+
+def first(conds: list[Sym], default: Sym) -> Sym:
+    """The least index whose condition holds (``default`` if none does)."""
+    out = default
+    for i in range(len(conds) - 1, -1, -1):
+        out = ite(conds[i], i, out)
+    return out
+
+
+def latest(
+    options: list[tuple[Sym, tuple[Sym, ...]]], default: tuple[Sym, ...]
+) -> tuple[Sym, tuple[Sym, ...]]:
+    """Whether some ``(condition, values)`` option's condition holds, and the values of
+    the last such option (``default`` if none): the store's latest matching slot."""
+    found: Sym = False
+    out = default
+    for cond, values in options:
+        if _const(cond) is False:
+            continue
+        found = or_(found, cond)
+        out = tuple(ite(cond, v, o) for v, o in zip(values, out, strict=True))
+    return found, out

@@ -4,6 +4,8 @@ operators build (the solver's times depend on the exact terms)."""
 from __future__ import annotations
 
 import z3
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replay_contract.spec import logic as lg
 
@@ -34,3 +36,46 @@ def test_the_c_interface_builds_the_terms_of_the_python_operators() -> None:
     assert lg.ite(b, 1, 2).sort() == z3.IntSort()
     assert not isinstance(lg.ite(b, 1, 2), z3.IntNumRef)
     assert lg.ite(b, lg.NONE, lg.node(1, x, 2)).sort() == lg.Term
+
+
+# -- the aggregates: what each computes, on Python values and as a formula --------------
+
+
+@given(st.lists(st.booleans(), max_size=6), st.integers(-2, 9))
+def test_first_is_the_least_index_whose_condition_holds(conds: list[bool], default: int) -> None:
+    expected = next((i for i, c in enumerate(conds) if c), default)
+    assert lg.first(conds, default) == expected
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 9), st.integers(0, 9)), max_size=6))
+def test_latest_gives_the_values_of_the_last_option_that_holds(
+    options: list[tuple[bool, int, int]],
+) -> None:
+    hits = [(a, b) for c, a, b in options if c]
+    found, values = lg.latest([(c, (a, b)) for c, a, b in options], (-1, -2))
+    assert found == bool(hits)
+    assert values == (hits[-1] if hits else (-1, -2))
+
+
+def _valid(claim: z3.BoolRef) -> bool:
+    solver = z3.Solver()
+    solver.add(z3.Not(claim))
+    return solver.check() == z3.unsat
+
+
+def test_first_and_latest_as_formulas() -> None:
+    bs = [z3.Bool(f"b{i}") for i in range(4)]
+    xs = [z3.Int(f"x{i}") for i in range(4)]
+    first = lg.first(bs, -1)
+    for i in range(4):
+        least = z3.And(bs[i], *(z3.Not(b) for b in bs[:i]))
+        assert _valid((first == i) == least)
+    assert _valid((first == -1) == z3.Not(z3.Or(*bs)))
+    found, (value,) = lg.latest([(b, (x,)) for b, x in zip(bs, xs, strict=True)], (-1,))
+    assert _valid(found == z3.Or(*bs))
+    for i in range(4):
+        last = z3.And(bs[i], *(z3.Not(b) for b in bs[i + 1 :]))
+        assert _valid(z3.Implies(last, value == xs[i]))
+    assert _valid(z3.Implies(z3.Not(found), value == -1))
+    # an option that cannot hold leaves no trace in the formula
+    assert lg.latest([(False, (xs[0],)), (bs[1], (xs[1],))], (-1,))[0].eq(bs[1])
