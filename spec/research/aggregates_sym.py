@@ -201,8 +201,10 @@ def waiting_step(
         cond, define = defined(lambda r: z3.And(waiting[r], key(r) == k), z3.BoolSort())
         value, define_value = defined(lambda r: since[r], z3.IntSort())
         if broken:
-            least, found = minimum(cond, defined(lambda r: -since[r], z3.IntSort())[0], n, ABSENT)
+            later, define_later = defined(lambda r: -since[r], z3.IntSort())
+            least, found = minimum(cond, later, n, ABSENT)
             least = -least
+            facts.append(define_later)
         else:
             least, found = minimum(cond, value, n, ABSENT)
         at, define_at = defined(lambda r: z3.And(cond(r), value(r) == least), z3.BoolSort())
