@@ -10,8 +10,10 @@ whether the two forms give the same value at a concrete size, for every content 
 list: the check that the symbolic form means what the bounded one computes.
 
 :func:`waiting_step` uses them in a fragment of the machine of the contracts that wait,
-with the number of records a term: the invariant of the waiting inputs is proved for
-every number of records at once (in milliseconds), and a broken step is caught.
+with the number of records a term and the keys concrete: the invariant of the waiting
+inputs and a ghost count of each key's waiting inputs (what ``give_up_after`` is compared
+with) are proved for every number of records at once (in milliseconds), and a broken
+step is not.
 """
 
 from __future__ import annotations
@@ -166,22 +168,74 @@ def _inv(
     ]
 
 
+#: the keys of the fragment, concrete (as the plan of the notes keeps them)
+KEYS = 2
+
+
+def _count_inv(
+    n: z3.ArithRef,
+    waiting: z3.ArrayRef,
+    key: z3.FuncDeclRef,
+    index: z3.ArrayRef,
+    holder: z3.ArrayRef,
+    count: z3.ArithRef,
+    k: int,
+) -> list[z3.BoolRef]:
+    """A ghost count of key ``k``'s waiting inputs (what ``give_up_after`` is compared
+    with), exact by a ghost bijection: each waiting input of ``k`` has an ``index``
+    below ``count``, and each index below it its ``holder``, a waiting input of ``k``."""
+    r, j = z3.Ints("r j")
+    held = holder[j]
+    return [
+        count >= 0,
+        z3.ForAll(
+            [r],
+            z3.Implies(
+                z3.And(r >= 0, r < n, waiting[r], key(r) == k),
+                z3.And(index[r] >= 0, index[r] < count, holder[index[r]] == r),
+            ),
+            patterns=[waiting[r]],
+        ),
+        z3.ForAll(
+            [j],
+            z3.Implies(
+                z3.And(j >= 0, j < count),
+                z3.And(held >= 0, held < n, waiting[held], key(held) == k, index[held] == j),
+            ),
+            patterns=[held],
+        ),
+    ]
+
+
 def waiting_step(
-    kind: str, broken: bool = False, premises: bool = False, timeout_ms: int = 30_000
+    kind: str, broken: str = "", premises: bool = False, timeout_ms: int = 30_000
 ) -> z3.CheckSatResult:
-    """``unsat`` when a step of ``kind`` (``arrive`` or ``take``) keeps the invariant for
-    every number of records (and, for ``take``, takes the earliest waiting input of the
-    key). ``broken``: the arrival's tick is one too small (``arrive``) or the take is
-    of the latest waiting input (``take``); the answer should then not be ``unsat``.
-    ``premises``: whether the step's premises alone can hold (``sat``), so that its
-    ``unsat`` is not vacuous."""
-    n, time, ch, k = z3.Ints("n time ch k")
+    """``unsat`` when a step of ``kind`` (``arrive`` or ``take``) keeps the invariant and
+    the ghost counts for every number of records (and, for ``take``, takes the earliest
+    waiting input of the key). ``broken`` names a fault whose check should then not be
+    ``unsat``: ``tick`` (an arrival's tick one too small), ``latest`` (the take is of
+    the latest waiting input), ``count`` (a take does not move the last index's holder
+    into the gap it leaves). ``premises``: whether the step's premises alone can hold
+    (``sat``) with at most three records, so that its ``unsat`` is not vacuous."""
+    if broken not in ("", "tick", "latest", "count"):
+        raise ValueError(f"unknown fault {broken!r}: tick, latest or count")
+    n, time, ch = z3.Ints("n time ch")
     waiting = z3.Array("waiting", z3.IntSort(), z3.BoolSort())
     since = z3.Array("since", z3.IntSort(), z3.IntSort())
     offset = z3.Array("offset", z3.IntSort(), z3.IntSort())
+    index = z3.Array("index", z3.IntSort(), z3.IntSort())
+    holder = [z3.Array(f"holder{k}", z3.IntSort(), z3.IntSort()) for k in range(KEYS)]
+    count = [z3.Int(f"count{k}") for k in range(KEYS)]
     channel = z3.Function("channel", z3.IntSort(), z3.IntSort())
     key = z3.Function("key", z3.IntSort(), z3.IntSort())
-    facts = [n >= 0, *_inv(n, waiting, since, offset, channel, time)]
+    r = z3.Int("r")
+    facts = [
+        n >= 0,
+        z3.ForAll([r], z3.And(key(r) >= 0, key(r) < KEYS), patterns=[key(r)]),
+        *_inv(n, waiting, since, offset, channel, time),
+    ]
+    for k in range(KEYS):
+        facts += _count_inv(n, waiting, key, index, holder[k], count[k], k)
     goals: list[z3.BoolRef] = []
     if kind == "arrive":
         cond, define = defined(
@@ -189,18 +243,30 @@ def waiting_step(
             z3.BoolSort(),
         )
         rec, found = first(cond, n, -1)
-        tick = time - 1 if broken else time
+        tick = time - 1 if broken == "tick" else time
+        mine = [key(rec) == k for k in range(KEYS)]
+        index_after = index
+        for k in range(KEYS):
+            index_after = z3.If(mine[k], z3.Store(index, rec, count[k]), index_after)
         after = (
             z3.Store(waiting, rec, True),
             z3.Store(since, rec, tick),
             z3.Store(offset, ch, rec + 1),
-            time + 1,
         )
+        ghosts = [
+            (
+                index_after,
+                z3.If(mine[k], z3.Store(holder[k], count[k], rec), holder[k]),
+                z3.If(mine[k], count[k] + 1, count[k]),
+            )
+            for k in range(KEYS)
+        ]
         facts += [define, *found, rec >= 0]
     elif kind == "take":
-        cond, define = defined(lambda r: z3.And(waiting[r], key(r) == k), z3.BoolSort())
+        # of key 0: the keys are a function of the record, so any key is key 0 renamed
+        cond, define = defined(lambda r: z3.And(waiting[r], key(r) == 0), z3.BoolSort())
         value, define_value = defined(lambda r: since[r], z3.IntSort())
-        if broken:
+        if broken == "latest":
             later, define_later = defined(lambda r: -since[r], z3.IntSort())
             least, found = minimum(cond, later, n, ABSENT)
             least = -least
@@ -209,21 +275,40 @@ def waiting_step(
             least, found = minimum(cond, value, n, ABSENT)
         at, define_at = defined(lambda r: z3.And(cond(r), value(r) == least), z3.BoolSort())
         taken, found_taken = first(at, n, -1)
-        r = z3.Int("r")
         earliest = z3.ForAll(
             [r],
             z3.Implies(z3.And(r >= 0, r < n, cond(r)), since[taken] <= since[r]),
             patterns=[cond(r)],
         )
-        after = (z3.Store(waiting, taken, False), since, offset, time + 1)
+        after = (z3.Store(waiting, taken, False), since, offset)
+        # the last index's holder moves into the gap the taken input leaves
+        gap, moved = index[taken], holder[0][count[0] - 1]
+        ghosts = [
+            (
+                index if broken == "count" else z3.Store(index, moved, gap),
+                holder[0] if broken == "count" else z3.Store(holder[0], gap, moved),
+                count[0] - 1,
+            ),
+            *((index, holder[k], count[k]) for k in range(1, KEYS)),
+        ]
         facts += [define, define_value, define_at, *found, *found_taken, taken >= 0]
         goals.append(earliest)
     else:
         raise ValueError(f"unknown step {kind!r}: arrive or take")
-    goals += _inv(n, *after[:3], channel, after[3])
+    goals += _inv(n, *after, channel, time + 1)
+    for k, ghost in enumerate(ghosts):
+        # the ghosts after the step by name (a pattern cannot hold an ``if``)
+        named = [z3.Const(_name(f"ghost{k}"), g.sort()) for g in ghost]
+        facts += [a == b for a, b in zip(named, ghost, strict=True)]
+        index_k, holder_k, count_k = named
+        goals += _count_inv(n, after[0], key, index_k, holder_k, count_k, k)
     solver = z3.Solver()
-    solver.set("mbqi", False, "timeout", timeout_ms)
+    # E-matching alone for the step; the premises' ``sat`` needs a model of the
+    # quantified facts, which model-based instantiation builds and checks
+    solver.set("mbqi", premises, "timeout", timeout_ms)
     solver.add(*facts)
-    if not premises:
+    if premises:
+        solver.add(n <= 3)  # a small model is enough, and found at once
+    else:
         solver.add(z3.Not(z3.And(*goals)))
     return solver.check()
