@@ -24,6 +24,7 @@ from collections.abc import Callable
 import z3
 
 from replay_contract.spec import logic as lg
+from replay_contract.spec.encoding import ABSENT
 
 _fresh = itertools.count()
 
@@ -63,7 +64,7 @@ def latest(
     w, i = z3.Int(_name("latest")), z3.Int(_name("i"))
     found = z3.Bool(_name("found"))
     none_after = z3.ForAll(
-        [i], z3.Implies(z3.And(w < i, i < size, i >= 0), z3.Not(cond(i))), patterns=[cond(i)]
+        [i], z3.Implies(z3.And(w < i, _below(i, size)), z3.Not(cond(i))), patterns=[cond(i)]
     )
     none_at_all = z3.ForAll([i], z3.Implies(_below(i, size), z3.Not(cond(i))), patterns=[cond(i)])
     out = z3.If(found, value(w), z3.IntVal(default))
@@ -136,9 +137,8 @@ def defined(
 # joins them (it waits since the tick of its arrival), and the advance loop takes the
 # earliest one of its key (``minimum`` of the ticks, then ``first`` at that tick). The
 # records' keys and channels are functions of the record, the number of records is a
-# term ``n``; the invariant is three facts quantified over records.
-
-ABSENT = 2**26
+# term ``n``; the invariant is three facts quantified over records (:func:`_inv`), and
+# a ghost count per key (:func:`_count_inv`).
 
 
 def _inv(
@@ -150,7 +150,7 @@ def _inv(
     time: z3.ArithRef,
 ) -> list[z3.BoolRef]:
     r, q = z3.Ints("r q")
-    rec = z3.And(r >= 0, r < n)
+    rec = _below(r, n)
     return [
         z3.ForAll([r], z3.Implies(z3.And(rec, waiting[r]), since[r] < time), patterns=[waiting[r]]),
         z3.ForAll(
@@ -161,7 +161,7 @@ def _inv(
         z3.ForAll(
             [r, q],
             z3.Implies(
-                z3.And(rec, q >= 0, q < n, waiting[r], waiting[q], r != q), since[r] != since[q]
+                z3.And(rec, _below(q, n), waiting[r], waiting[q], r != q), since[r] != since[q]
             ),
             patterns=[z3.MultiPattern(waiting[r], waiting[q])],
         ),
@@ -191,16 +191,16 @@ def _count_inv(
         z3.ForAll(
             [r],
             z3.Implies(
-                z3.And(r >= 0, r < n, waiting[r], key(r) == k),
-                z3.And(index[r] >= 0, index[r] < count, holder[index[r]] == r),
+                z3.And(_below(r, n), waiting[r], key(r) == k),
+                z3.And(_below(index[r], count), holder[index[r]] == r),
             ),
             patterns=[waiting[r]],
         ),
         z3.ForAll(
             [j],
             z3.Implies(
-                z3.And(j >= 0, j < count),
-                z3.And(held >= 0, held < n, waiting[held], key(held) == k, index[held] == j),
+                _below(j, count),
+                z3.And(_below(held, n), waiting[held], key(held) == k, index[held] == j),
             ),
             patterns=[held],
         ),
@@ -277,7 +277,7 @@ def waiting_step(
         taken, found_taken = first(at, n, -1)
         earliest = z3.ForAll(
             [r],
-            z3.Implies(z3.And(r >= 0, r < n, cond(r)), since[taken] <= since[r]),
+            z3.Implies(z3.And(_below(r, n), cond(r)), since[taken] <= since[r]),
             patterns=[cond(r)],
         )
         after = (z3.Store(waiting, taken, False), since, offset)
