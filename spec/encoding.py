@@ -193,6 +193,9 @@ class Machine:
         self.contract = contract
         self.plan = Plan.of(AGENTS[agent])
         self.n, self.c, self.k, self.f = bound.inputs, bound.channels, bound.keys, bound.crashes
+        #: the records and a key's positions, as the machine's searches range over them
+        self.records = lg.Indices(self.n)
+        self.positions = lg.Indices(self.n)
         #: how many ``timeout`` moves a run may make (:func:`timeout_macro`)
         self.timeouts: int = getattr(bound, "timeouts", 0)
         self.shape = shape
@@ -358,16 +361,36 @@ class Machine:
             lg.not_(self.op.cell("volatile-voided", s.index)),
         )
 
-    def waiting_of(self, key: Sym) -> list[Sym]:
-        """Per record: it is a waiting input of ``key``."""
-        return [
-            lg.and_(self.op.cell("waiting", r), lg.eq(self.shape.key[r], key))
-            for r in range(self.n)
-        ]
+    def waiting_of(self, key: Sym) -> Callable[[Sym], Sym]:
+        """Of a record: it is a waiting input of ``key`` (in the state of now, whenever
+        the function is called)."""
+        op, key_of = self.op.copy(), self.shape.key
+        return lambda r: lg.and_(op.cell("waiting", r), lg.eq(key_of[r], key))
 
     def waits(self, key: Sym) -> Sym:
         """Some input of ``key`` waits."""
-        return lg.or_(*self.waiting_of(key))
+        return self.records.some(self.waiting_of(key))
+
+    def earliest_waiting(self, candidates: Callable[[Sym], Sym]) -> Sym:
+        """The candidate that waits since the earliest tick (record 0 if none)."""
+        op = self.op
+        since = self.records.minimum(lambda r: (candidates(r), op.cell("waiting-since", r)), ABSENT)
+        return self.records.first(
+            lambda r: lg.and_(candidates(r), lg.eq(op.cell("waiting-since", r), since)), 0
+        )
+
+    def next_record(self, ch: int) -> Sym:
+        """The record that channel ``ch`` delivers next (-1: none): the first at or after
+        its offset, skipping the lost ones it delivered before."""
+        shape, offset, high = self.shape, self.op.cell("offset", ch), self.world.cell("high", ch)
+        return self.records.first(
+            lambda r: lg.and_(
+                lg.eq(shape.channel[r], ch),
+                lg.le(offset, r),
+                lg.not_(lg.and_(lg.lt(r, high), lg.eq(shape.mode[r], 1))),
+            ),
+            -1,
+        )
 
     def recovering(self, key: Sym) -> Sym:
         op = self.op
@@ -715,20 +738,19 @@ class Machine:
         if self.contract.split_order:
             start = op.at("next", key)
             end = op.at("expected-end", key)
-            expected = [op.at("expected", key, q) for q in range(self.n)]
-            first = lg.first(
-                [
-                    lg.and_(
-                        lg.le(start, q),
-                        lg.lt(q, end),
-                        lg.eq(self.channel_of(expected[q]), self.channel_of(record)),
-                        lg.lt(expected[q], record),
-                        lg.not_(op.at("waiting", expected[q])),
-                    )
-                    for q in range(self.n)
-                ],
-                -1,
-            )
+            channel = self.channel_of(record)
+
+            def gives_up_at(q: Sym) -> Sym:
+                expected = op.at("expected", key, q)
+                return lg.and_(
+                    lg.le(start, q),
+                    lg.lt(q, end),
+                    lg.eq(self.channel_of(expected), channel),
+                    lg.lt(expected, record),
+                    lg.not_(op.at("waiting", expected)),
+                )
+
+            first = self.positions.first(gives_up_at, -1)
             gives_up = lg.and_(happens, lg.le(0, first))
             if self.recorder and lg.and_(gives_up, self.live()) is True:
                 missing = op.at("expected", key, first)
@@ -761,8 +783,8 @@ class Machine:
         head_waits = lg.and_(lg.le(0, head), op.at("waiting", head))
         same = lg.eq(op.at("waiting-version", head), head_version)
         pending_divergence = lg.le(0, op.at("diverge-at", k))
-        candidates = self.waiting_of(k) if self.contract.wait else [False] * self.n
-        any_waiting = lg.or_(*candidates)
+        candidates = self.waiting_of(k) if self.contract.wait else lambda r: False
+        any_waiting = self.records.some(candidates)
         stuck = lg.and_(active, expecting, lg.not_(head_waits))
         rest = lg.and_(active, lg.not_(expecting), lg.not_(pending_divergence))
         return {
@@ -789,7 +811,7 @@ class Machine:
         if self.recorder and waited is True:
             self.recorder.wait(w["key"], arg, loop["head"] if expecting else -1)
         self.tick()
-        waiting_count = lg.count(loop["candidates"])
+        waiting_count = self.records.count(loop["candidates"])
         give_up = lg.and_(still, lg.lt(c.give_up_after, waiting_count), expecting)
         self.record_give_up(give_up, w["key"], fallback.more_waited(c.give_up_after))
         w.set("phase", lg.ite(give_up, ADVANCE, IDLE), post)
@@ -952,22 +974,8 @@ class Machine:
         w.set("effects", 0, starts)
         w.set("cut", move.cut, starts)
         # deliver: the next record of the channel
-        nexts, has_next = [], []
-        for ch in range(self.c):
-            offset, high = op.cell("offset", ch), w.cell("high", ch)
-            rec = lg.first(
-                [
-                    lg.and_(
-                        lg.eq(self.shape.channel[r], ch),
-                        lg.le(offset, r),
-                        lg.not_(lg.and_(lg.lt(r, high), lg.eq(self.shape.mode[r], 1))),
-                    )
-                    for r in range(self.n)
-                ],
-                -1,
-            )
-            nexts.append(rec)
-            has_next.append(lg.le(0, rec))
+        nexts = [self.next_record(ch) for ch in range(self.c)]
+        has_next = [lg.le(0, rec) for rec in nexts]
         record = lg.select(move.channel, nexts, -1)
         self.assume(lg.implies(delivering, lg.le(0, record)))
         high = lg.select(move.channel, [w.cell("high", ch) for ch in range(self.c)], 0)
@@ -1016,19 +1024,7 @@ class Machine:
         loop = self.loop_state(adv)
         take_head, take_waiting = loop["take_head"], loop["take_waiting"]
         self.record_give_up(loop["changed_head"], w["key"], fallback.CAME_BACK_CHANGED)
-        first: Sym = 0
-        if c.wait:
-            candidates = loop["candidates"]
-            since = lg.minimum(
-                [(candidates[r], op.cell("waiting-since", r)) for r in range(self.n)], ABSENT
-            )
-            first = lg.first(
-                [
-                    lg.and_(candidates[r], lg.eq(op.cell("waiting-since", r), since))
-                    for r in range(self.n)
-                ],
-                0,
-            )
+        first = self.earliest_waiting(loop["candidates"]) if c.wait else 0
         # the heavy operation of this micro-step
         accepting = lg.or_(direct, take_head, take_waiting)
         acc_record = lg.ite(direct, record, lg.ite(take_head, loop["head"], first))

@@ -17,6 +17,7 @@ and what it read, and two different arguments give two different values).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import z3
@@ -308,3 +309,35 @@ def latest(
         found = or_(found, cond)
         out = tuple(ite(cond, v, o) for v, o in zip(values, out, strict=True))
     return found, out
+
+
+class Indices:
+    """The indices ``0 .. size - 1`` of the machine's records or positions, as its
+    searches range over them.
+
+    Each search takes a *body*, a function of one index, instead of a list: here (the
+    bounded form) the body is called at each index in turn and the search is the
+    aggregate above, so the formula is the one a list would give. A form with a
+    symbolic number of indices calls the body once, at an index bound by a quantifier;
+    the machine does not change with it.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def some(self, body: Callable[[Sym], Sym]) -> Sym:
+        """Whether the body holds at some index."""
+        return or_(*(body(i) for i in range(self.size)))
+
+    def count(self, body: Callable[[Sym], Sym]) -> Sym:
+        """At how many indices the body holds."""
+        return count([body(i) for i in range(self.size)])
+
+    def first(self, body: Callable[[Sym], Sym], default: Sym) -> Sym:
+        """The least index where the body holds (``default`` if none)."""
+        return first([body(i) for i in range(self.size)], default)
+
+    def minimum(self, body: Callable[[Sym], tuple[Sym, Sym]], default: Sym) -> Sym:
+        """The least value of the body's ``(condition, value)`` where the condition
+        holds (``default`` if it holds nowhere)."""
+        return minimum([body(i) for i in range(self.size)], default)

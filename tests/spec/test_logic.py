@@ -79,3 +79,15 @@ def test_first_and_latest_as_formulas() -> None:
     assert _valid(z3.Implies(z3.Not(found), value == -1))
     # an option that cannot hold leaves no trace in the formula
     assert lg.latest([(False, (xs[0],)), (bs[1], (xs[1],))], (-1,))[0].eq(bs[1])
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 9)), max_size=6), st.integers(-2, 9))
+def test_the_searches_over_indices_call_the_body_at_each_index(
+    cells: list[tuple[bool, int]], default: int
+) -> None:
+    indices = lg.Indices(len(cells))
+    holds = [i for i, (c, _) in enumerate(cells) if c]
+    assert indices.some(lambda i: cells[i][0]) == bool(holds)
+    assert indices.count(lambda i: cells[i][0]) == len(holds)
+    assert indices.first(lambda i: cells[i][0], default) == (holds[0] if holds else default)
+    assert indices.minimum(lambda i: cells[i], 10) == min((v for c, v in cells if c), default=10)
