@@ -371,6 +371,10 @@ class Machine:
         """Some input of ``key`` waits."""
         return self.records.some(self.waiting_of(key))
 
+    def waiting_count(self, key: Sym) -> Sym:
+        """How many inputs of ``key`` wait."""
+        return self.records.count(self.waiting_of(key))
+
     def earliest_waiting(self, candidates: Callable[[Sym], Sym]) -> Sym:
         """The candidate that waits since the earliest tick (record 0 if none)."""
         op = self.op
@@ -811,7 +815,7 @@ class Machine:
         if self.recorder and waited is True:
             self.recorder.wait(w["key"], arg, loop["head"] if expecting else -1)
         self.tick()
-        waiting_count = self.records.count(loop["candidates"])
+        waiting_count = self.waiting_count(w["key"])
         give_up = lg.and_(still, lg.lt(c.give_up_after, waiting_count), expecting)
         self.record_give_up(give_up, w["key"], fallback.more_waited(c.give_up_after))
         w.set("phase", lg.ite(give_up, ADVANCE, IDLE), post)

@@ -33,24 +33,3 @@ def test_a_first_without_its_universal_is_caught(monkeypatch: pytest.MonkeyPatch
 def test_an_unknown_aggregate_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown aggregate 'count'"):
         agg.agree(2, "count")
-
-
-@pytest.mark.parametrize("kind", ["arrive", "take"])
-def test_the_waiting_inputs_keep_their_invariant_for_every_number_of_records(kind: str) -> None:
-    assert agg.waiting_step(kind, premises=True) == z3.sat
-    assert agg.waiting_step(kind) == z3.unsat
-
-
-@pytest.mark.parametrize(
-    ("kind", "fault"), [("arrive", "tick"), ("take", "latest"), ("take", "count")]
-)
-def test_a_broken_step_is_not_proved(kind: str, fault: str) -> None:
-    # E-matching gives ``sat`` or runs out of time (``unknown``): never ``unsat``
-    assert agg.waiting_step(kind, fault, timeout_ms=3_000) != z3.unsat
-
-
-def test_an_unknown_step_or_fault_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown step 'restore'"):
-        agg.waiting_step("restore")
-    with pytest.raises(ValueError, match="unknown fault 'late'"):
-        agg.waiting_step("take", "late")

@@ -1,0 +1,593 @@
+"""The machine of :mod:`replay_contract.spec.encoding` itself, run over a symbolic number
+of records: stage 2 of the plan in ``spec/notes/deepen-bench.md``, second step.
+
+The thirty-second session wrote a fragment of the waiting contracts' machine by hand.
+Here the fragment is the machine's own code: its searches over records and a key's
+positions go through ``Machine.records`` and ``Machine.positions``
+(:class:`replay_contract.spec.logic.Indices`), so a domain whose size is a term
+(:class:`SymIndices`) makes each search one witness defined by quantified facts (the
+aggregates of :mod:`.aggregates_sym`), calling the machine's body once, at a bound
+index. The state's arrays over records (and each key's row over positions) are Z3
+arrays (:class:`SymCells`), the records' keys, channels and replay modes Z3 functions,
+each read out of range giving what the bounded machine gives; keys and channels stay
+concrete, as the plan keeps them. A count is either each state's own (an exact count
+by a bijection that exists in every state, :meth:`SymIndices.count`) or kept through
+the writes (:class:`Kept`), which is what relates the counts of two states.
+
+Three steps of the machine, on ``ordered`` (with or without ``split_order``) giving up
+after one waiting input: ``arrive`` (a channel's next record, ``Machine.next_record``,
+joins the waiting inputs, ``Machine.arrive_waiting``), ``take`` (the advance loop takes
+its key's earliest waiting input, ``Machine.waiting_of`` and
+``Machine.earliest_waiting``) and ``finish`` (the end of the advance loop, which
+compares the key's waiting inputs with ``give_up_after``, ``Machine.finish``). What the
+machine writes outside those methods (the channel's offset after a delivery, the taken
+input's flag) is written here as ``Machine.micro_step`` writes it. :func:`agree`
+proves, at each concrete number of records, that a step leaves the state the bounded
+machine leaves from every state; :func:`waiting_step` proves that it keeps the invariant
+of the waiting inputs and the kept counts for every number of records.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import z3
+from attrs import frozen
+
+from replay_contract.model.contracts import ORDERED, Contract
+from replay_contract.spec import logic as lg
+from replay_contract.spec.bound import Bound
+from replay_contract.spec.cells import Cells
+from replay_contract.spec.encoding import ADVANCE, Machine, Shape, symbolic_env
+from replay_contract.spec.logic import Sym
+from replay_contract.spec.research import aggregates_sym as agg
+
+_fresh = itertools.count()
+
+
+def _name(what: str) -> str:
+    return f"{what}!{next(_fresh)}"
+
+
+class SymIndices(lg.Indices):
+    """The indices ``0 .. size - 1`` with ``size`` a term. Each search is a witness;
+    the facts that define it collect in ``facts``. ``broken`` names a fault for the
+    checks that must then fail: ``first`` (a first without its universal, so any index
+    where the body holds), ``count`` (a count without its bijection)."""
+
+    def __init__(self, size: z3.ArithRef, facts: list[z3.BoolRef], broken: str = "") -> None:
+        super().__init__(0)
+        self.term = size
+        self.facts = facts
+        self.broken = broken
+
+    def _defined(self, body: Callable[[Sym], Sym], sort: z3.SortRef) -> z3.FuncDeclRef:
+        lift = lg.lift_bool if sort == z3.BoolSort() else lg.lift_int
+        f, fact = agg.defined(lambda i: lift(body(i)), sort)
+        self.facts.append(fact)
+        return f
+
+    def first(self, body: Callable[[Sym], Sym], default: Sym) -> Sym:
+        cond = self._defined(body, z3.BoolSort())
+        if self.broken == "first":
+            w = z3.Int(_name("any"))
+            self.facts.append(z3.Or(z3.And(agg._below(w, self.term), cond(w)), w == default))
+            return w
+        w, facts = agg.first(cond, self.term, default)
+        self.facts.extend(facts)
+        return w
+
+    def some(self, body: Callable[[Sym], Sym]) -> Sym:
+        return lg.le(0, self.first(body, -1))
+
+    def minimum(self, body: Callable[[Sym], tuple[Sym, Sym]], default: Sym) -> Sym:
+        cond = self._defined(lambda i: body(i)[0], z3.BoolSort())
+        value = self._defined(lambda i: body(i)[1], z3.IntSort())
+        m, facts = agg.minimum(cond, value, self.term, default)
+        self.facts.extend(facts)
+        return m
+
+    def count(self, body: Callable[[Sym], Sym]) -> Sym:
+        """A fresh count with a fresh bijection between the indices where the body
+        holds and ``0 .. count - 1`` (``index`` and its inverse ``holder``): a finite
+        set has a count, so the facts lose no state, and they make it exact."""
+        cond = self._defined(body, z3.BoolSort())
+        c = z3.Int(_name("count"))
+        index = z3.Function(_name("index"), z3.IntSort(), z3.IntSort())
+        holder = z3.Function(_name("holder"), z3.IntSort(), z3.IntSort())
+        i, j = z3.Int(_name("i")), z3.Int(_name("j"))
+        if self.broken == "count":  # the holders below the count left out
+            self.facts += [c >= 0]
+            return c
+        self.facts += [
+            c >= 0,
+            z3.ForAll(
+                [i],
+                z3.Implies(
+                    z3.And(agg._below(i, self.term), cond(i)),
+                    z3.And(agg._below(index(i), c), holder(index(i)) == i),
+                ),
+                patterns=[cond(i)],
+            ),
+            z3.ForAll(
+                [j],
+                z3.Implies(
+                    agg._below(j, c),
+                    z3.And(
+                        agg._below(holder(j), self.term), cond(holder(j)), index(holder(j)) == j
+                    ),
+                ),
+                patterns=[holder(j)],
+            ),
+        ]
+        return c
+
+
+@frozen
+class Kept:
+    """A count kept by the writes to the array ``reads``: of the records where ``body``
+    holds (a function of the cells and one record that reads ``reads`` at that record
+    only), with a ghost bijection between them and ``0 .. count - 1`` (``index`` and
+    its inverse ``holder``). A write at a record can change the body there only: the
+    record joins (it takes the next index) or leaves (the last index's holder moves into
+    the gap) or neither."""
+
+    reads: str
+    body: Callable[[SymCells, Sym], Sym]
+    index: Any
+    holder: Any
+    count: Any
+
+    def facts(self, cells: SymCells) -> list[z3.BoolRef]:
+        """The bijection: the count is exact."""
+        n, r, j = cells.n, z3.Int(_name("r")), z3.Int(_name("j"))
+        array, held = cells.values[(self.reads,)], self.holder[j]
+        return [
+            self.count >= 0,
+            z3.ForAll(
+                [r],
+                z3.Implies(
+                    z3.And(agg._below(r, n), lg.lift_bool(self.body(cells, r))),
+                    z3.And(agg._below(self.index[r], self.count), self.holder[self.index[r]] == r),
+                ),
+                patterns=[array[r]],
+            ),
+            z3.ForAll(
+                [j],
+                z3.Implies(
+                    agg._below(j, self.count),
+                    z3.And(
+                        agg._below(held, n),
+                        lg.lift_bool(self.body(cells, held)),
+                        self.index[held] == j,
+                    ),
+                ),
+                patterns=[held],
+            ),
+        ]
+
+    def after(self, before: SymCells, after: SymCells, i: Sym, facts: list[z3.BoolRef]) -> Kept:
+        """The ghost after a write at ``i`` took ``before`` to ``after``."""
+        inside = agg._below(lg.lift_int(i), after.n)
+        was, now = lg.lift_bool(self.body(before, i)), lg.lift_bool(self.body(after, i))
+        joins, leaves = z3.And(inside, z3.Not(was), now), z3.And(inside, was, z3.Not(now))
+        i = lg.lift_int(i)
+        gap, last = self.index[i], self.holder[self.count - 1]
+        if after.broken == "keep":  # a leaving record's gap is not filled
+            gap, last = self.count - 1, self.holder[self.count - 1]
+        index = z3.If(
+            joins,
+            z3.Store(self.index, i, self.count),
+            z3.If(leaves, z3.Store(self.index, last, gap), self.index),
+        )
+        holder = z3.If(
+            joins,
+            z3.Store(self.holder, self.count, i),
+            z3.If(leaves, z3.Store(self.holder, gap, last), self.holder),
+        )
+        count = z3.If(joins, self.count + 1, z3.If(leaves, self.count - 1, self.count))
+        named = []
+        for what, value in (("index", index), ("holder", holder), ("count", count)):
+            ghost = z3.Const(_name(what), value.sort())
+            facts.append(ghost == value)
+            named.append(ghost)
+        return Kept(self.reads, self.body, *named)
+
+
+class SymCells(Cells):
+    """Cells whose arrays over records (and, per row, over positions) are Z3 arrays of
+    a symbolic size; the other cells are as in :class:`Cells`. A write names the array
+    after it (a fresh constant, defined in ``facts``): a pattern cannot hold an ``if``.
+    ``kept`` holds the counts the writes keep (:class:`Kept`), by name."""
+
+    def __init__(self, size: z3.ArithRef, facts: list[z3.BoolRef]) -> None:
+        super().__init__()
+        self.n = size
+        self.facts = facts
+        self.symbolic: set[str] = set()
+        self.kept: dict[str, Kept] = {}
+        #: ``keep``: the kept counts lose track of a leaving record (a fault for tests)
+        self.broken = ""
+
+    def copy(self) -> SymCells:
+        out = SymCells(self.n, self.facts)
+        out.broken = self.broken
+        out.values = dict(self.values)
+        out.shape = dict(self.shape)
+        out.symbolic = set(self.symbolic)
+        out.kept = dict(self.kept)
+        return out
+
+    def keep(self, label: str, reads: str, body: Callable[[SymCells, Sym], Sym]) -> Kept:
+        """A kept count from now on, with fresh ghosts (its facts are the caller's)."""
+        index = z3.Array(_name("index"), z3.IntSort(), z3.IntSort())
+        holder = z3.Array(_name("holder"), z3.IntSort(), z3.IntSort())
+        kept = self.kept[label] = Kept(reads, body, index, holder, z3.Int(_name("count")))
+        return kept
+
+    def records(self, name: str, sort: z3.SortRef, rows: int = 0) -> None:
+        """A fresh array over records (or ``rows`` of them, over positions)."""
+        self.symbolic.add(name)
+        if rows:
+            self.shape[name] = (rows, 0)
+            for a in range(rows):
+                self.values[(name, a)] = z3.Array(_name(f"{name}{a}"), z3.IntSort(), sort)
+        else:
+            self.shape[name] = (0,)
+            self.values[(name,)] = z3.Array(_name(name), z3.IntSort(), sort)
+
+    def array_of(self, name: str, row: Sym = None) -> Any:
+        if row is None:
+            return self.values[(name,)]
+        return lg.select(row, [self.values[(name, a)] for a in range(self.shape[name][0])])
+
+    def cell(self, name: str, *index: Any) -> Sym:
+        if name not in self.symbolic:
+            return super().cell(name, *index)
+        if len(index) == 1:
+            return self.values[(name,)][lg.lift_int(index[0])]
+        row, column = index
+        return self.values[(name, row)][lg.lift_int(column)]
+
+    def at(self, name: str, i: Sym, j: Sym | None = None) -> Sym:
+        """As :meth:`Cells.at`: a read out of range gives the default."""
+        if name not in self.symbolic:
+            return super().at(name, i, j)
+        if j is None:
+            array, index = self.values[(name,)], i
+        else:
+            rows = [self.values[(name, a)] for a in range(self.shape[name][0])]
+            array, index = lg.select(i, rows, z3.K(z3.IntSort(), _zero(rows[0].range()))), j
+        inside = agg._below(lg.lift_int(index), self.n)
+        return z3.If(inside, array[lg.lift_int(index)], _zero(array.range()))
+
+    def _write(self, where: tuple[object, ...], i: Sym, value: Sym, guard: Sym) -> None:
+        before = self.copy()
+        old = self.values[where]
+        new = z3.Const(_name(str(where[0])), old.sort())
+        stored = z3.Store(old, lg.lift_int(i), _lift(value, old.sort().range()))
+        self.facts.append(new == z3.If(lg.lift_bool(guard), stored, old))
+        self.values[where] = new
+        for label, kept in before.kept.items():
+            if (kept.reads,) == where:
+                self.kept[label] = kept.after(before, self, i, self.facts)
+
+    def put(self, name: str, i: Sym, value: Sym, guard: Sym = True, j: Sym | None = None) -> None:
+        if name not in self.symbolic:
+            super().put(name, i, value, guard, j)
+            return
+        if lg._const(guard) is False:
+            return
+        if j is None:
+            self._write((name,), i, value, guard)
+            return
+        for a in range(self.shape[name][0]):
+            self._write((name, a), j, value, lg.and_(guard, lg.eq(i, a)))
+
+
+def _zero(sort: z3.SortRef) -> Any:
+    """The default of a read out of range (as :mod:`.cells` has it)."""
+    return z3.BoolVal(False) if sort == z3.BoolSort() else z3.IntVal(0)
+
+
+def _lift(value: Sym, sort: z3.SortRef) -> Any:
+    return lg.lift_bool(value) if sort == z3.BoolSort() else lg.lift_int(value)
+
+
+class _Records:
+    """A record's field as a Z3 function, indexed like the bounded shape's lists."""
+
+    def __init__(self, name: str) -> None:
+        self.function = z3.Function(_name(name), z3.IntSort(), z3.IntSort())
+
+    def __getitem__(self, r: Sym) -> Sym:
+        return self.function(lg.lift_int(r))
+
+
+class SymMachine(Machine):
+    """The machine with a symbolic number of records: only the record's accessors
+    differ (a bounded shape selects from a list; out of range, 0)."""
+
+    size: z3.ArithRef
+
+    def _field(self, values: Any, record: Sym) -> Sym:
+        inside = agg._below(lg.lift_int(record), self.size)
+        return z3.If(inside, values[record], z3.IntVal(0))
+
+    def key_of(self, record: Sym) -> Sym:
+        return self._field(self.shape.key, record)
+
+    def channel_of(self, record: Sym) -> Sym:
+        return self._field(self.shape.channel, record)
+
+    def waiting_count(self, key: Sym) -> Sym:
+        """The kept count of ``key``'s waiting inputs, if :func:`machine` keeps them."""
+        op = self.op
+        assert isinstance(op, SymCells)
+        if not op.kept:
+            return super().waiting_count(key)
+        return lg.select(key, [op.kept[f"waiting {k}"].count for k in range(self.k)], 0)
+
+
+#: how many waiting inputs of a key the fragment's contract lets wait before it gives up
+#: (``ordered`` lets 64; one makes the count matter with few records)
+GIVE_UP_AFTER = 1
+
+
+def contract(split: bool) -> Contract:
+    """``ordered`` giving up after :data:`GIVE_UP_AFTER` waiting inputs, with (``split``)
+    or without ``split_order``'s give-up."""
+    return attrs.evolve(
+        ORDERED, name="ordered-fragment", split_order=split, give_up_after=GIVE_UP_AFTER
+    )
+
+
+def machine(
+    facts: list[z3.BoolRef],
+    split: bool = False,
+    keys: int = 2,
+    channels: int = 2,
+    time: int = 10,
+    broken: str = "",
+    kept: bool = True,
+) -> tuple[SymMachine, z3.ArithRef]:
+    """The machine in an arbitrary state of a recovering epoch, with ``n`` records;
+    ``kept``: with a kept count of each key's waiting inputs (else each state's count
+    is its own, :meth:`SymIndices.count`)."""
+    n = z3.Int(_name("n"))
+    bound = Bound(inputs=1, channels=channels, keys=keys, crashes=1)
+    shape = Shape(_Records("channel"), _Records("key"), _Records("mode"))  # type: ignore[arg-type]
+    m = SymMachine(contract(split), "stateful", bound, shape, symbolic_env, epoch=4)
+    m.size = n
+    m.records = m.positions = SymIndices(n, facts, broken)
+    m.current, m.time = 1, time
+    op = SymCells(n, facts)
+    op.broken = broken if broken == "keep" else ""
+    for name, sort in (("waiting", z3.BoolSort()), ("waiting-since", z3.IntSort())):
+        op.records(name, sort)
+    op.records("waiting-version", z3.IntSort())
+    op.records("expected", z3.IntSort(), rows=keys)
+    op.records("expected-version", z3.IntSort(), rows=keys)
+    for name in ("next", "expected-end", "diverge-at"):
+        op.array(name, keys, 0)
+        for k in range(keys):
+            op.values[(name, k)] = z3.Int(_name(f"{name}{k}"))
+    op.array("offset", channels, 0)
+    for ch in range(channels):
+        op.values[("offset", ch)] = z3.Int(_name(f"offset{ch}"))
+    m.op = op
+    key_of = shape.key.function  # type: ignore[attr-defined]
+
+    def waiting_of(k: int) -> Callable[[SymCells, Sym], Sym]:
+        return lambda cells, r: lg.and_(cells.cell("waiting", r), lg.eq(key_of(r), k))
+
+    for k in range(keys if kept else 0):
+        facts += op.keep(f"waiting {k}", "waiting", waiting_of(k)).facts(op)
+    for ch in range(channels):
+        m.world.values[("high", ch)] = z3.Int(_name(f"high{ch}"))
+    r = z3.Int(_name("r"))
+    channel = shape.channel.function  # type: ignore[attr-defined]
+    facts += [
+        n >= 0,
+        z3.ForAll([r], z3.And(key_of(r) >= 0, key_of(r) < keys), patterns=[key_of(r)]),
+        z3.ForAll([r], z3.And(channel(r) >= 0, channel(r) < channels), patterns=[channel(r)]),
+    ]
+    return m, n
+
+
+def invariant(m: SymMachine, n: z3.ArithRef) -> list[z3.BoolRef]:
+    """The invariant of the waiting inputs, over every record: one waits since a tick
+    not after now, lies below its channel's offset, and no two wait since one tick."""
+    op = m.op
+    assert isinstance(op, SymCells)
+    waiting, since = op.array_of("waiting"), op.array_of("waiting-since")
+    offset = [op.cell("offset", ch) for ch in range(m.c)]
+    r, q = z3.Int(_name("r")), z3.Int(_name("q"))
+    rec = agg._below(r, n)
+    return [
+        z3.ForAll(
+            [r], z3.Implies(z3.And(rec, waiting[r]), since[r] <= m.time), patterns=[waiting[r]]
+        ),
+        z3.ForAll(
+            [r],
+            z3.Implies(
+                z3.And(rec, waiting[r]), r < lg.lift_int(lg.select(m.channel_of(r), offset))
+            ),
+            patterns=[waiting[r]],
+        ),
+        z3.ForAll(
+            [r, q],
+            z3.Implies(
+                z3.And(rec, agg._below(q, n), waiting[r], waiting[q], r != q),
+                since[r] != since[q],
+            ),
+            patterns=[z3.MultiPattern(waiting[r], waiting[q])],
+        ),
+    ]
+
+
+def step(m: Machine, kind: str, broken: str = "") -> Sym:
+    """The machine's step of ``kind``, as :func:`waiting_step` says, on ``m`` (bounded
+    or symbolic alike): the record delivered, or the waiting input taken."""
+    if kind == "arrive":
+        record = m.next_record(0)
+        m.assume(lg.le(0, record))
+        if broken != "offset":
+            m.op.put("offset", 0, lg.add(record, 1))
+        m.arrive_waiting(True, record, 0)
+        return record
+    if kind == "take":
+        candidates = m.waiting_of(m.world["key"])
+        m.assume(m.records.some(candidates))
+        taken = m.earliest_waiting(candidates)
+        m.op.put("waiting", taken, False)
+        m.tick()
+        return taken
+    if kind == "finish":
+        active = lg.eq(m.world["phase"], ADVANCE)
+        diverges, done = m.finish(m.loop_state(active))
+        return lg.ite(diverges, 1, lg.ite(done, 2, 0))
+    raise ValueError(f"unknown step {kind!r}: arrive, take or finish")
+
+
+def waiting_step(
+    kind: str,
+    split: bool = False,
+    broken: str = "",
+    premises: bool = False,
+    timeout_ms: int = 30_000,
+    keys: int = 2,
+    channels: int = 2,
+) -> z3.CheckSatResult:
+    """``unsat`` when the machine's step of ``kind`` keeps :func:`invariant` for every
+    number of records: ``arrive`` (channel 0 delivers its next record, which waits),
+    ``take`` (the advance loop takes its key's earliest waiting input; the goal also
+    says it is the earliest) or ``finish``. ``broken``: ``first`` (a search that may
+    answer any index where its body holds), ``count`` (each state's count without its
+    bijection), ``keep`` (a leaving record's gap in a kept count not filled),
+    ``offset`` (the delivery leaves the offset where it was); the check should then
+    not be ``unsat``. ``premises``: whether the step's premises
+    can hold (``sat``, with at most three records). ``keys`` and ``channels``: how
+    many, concrete."""
+    if broken not in ("", "first", "count", "keep", "offset"):
+        raise ValueError(f"unknown fault {broken!r}: first, count, keep or offset")
+    facts: list[z3.BoolRef] = []
+    m, n = machine(facts, split, keys, channels, broken=broken if broken != "offset" else "")
+    facts += invariant(m, n)
+    before = m.op.copy()
+    candidates = m.waiting_of(m.world["key"])
+    done = step(m, kind, broken)
+    facts += [lg.lift_bool(a) for a in m.assumptions]
+    goals: list[z3.BoolRef] = []
+    if kind == "take":
+        since = before.cell("waiting-since", done)
+        r = z3.Int(_name("r"))
+        goals.append(
+            z3.And(
+                lg.lift_bool(candidates(done)),
+                z3.ForAll(
+                    [r],
+                    z3.Implies(
+                        z3.And(agg._below(r, n), lg.lift_bool(candidates(r))),
+                        since <= before.cell("waiting-since", r),
+                    ),
+                ),
+            )
+        )
+    goals += invariant(m, n)
+    op = m.op
+    assert isinstance(op, SymCells)
+    for kept in op.kept.values():
+        goals += kept.facts(op)
+    solver = z3.Solver()
+    solver.set("mbqi", premises, "timeout", timeout_ms)
+    solver.add(*facts)
+    if premises:
+        solver.add(n <= 3)
+    else:
+        solver.add(z3.Not(z3.And(*goals)))
+    return solver.check()
+
+
+#: the cells of the fragment's state, by how they are indexed
+_BY_RECORD = ("waiting", "waiting-since", "waiting-version")
+_BY_KEY = ("next", "expected-end", "diverge-at")
+_WORLD = ("phase", "key", "after", "after-arg", "order", "order-in")
+
+
+def agree(
+    kind: str, size: int, split: bool = False, broken: str = "", timeout_ms: int = 30_000
+) -> z3.CheckSatResult:
+    """``unsat`` when, with ``size`` records, the step of ``kind`` on the symbolic
+    machine leaves the same state as on the bounded machine of ``spec/encoding.py``,
+    from every state: the symbolic domain and cells mean what the bounded ones do.
+    ``broken``: as for :func:`waiting_step`, on the symbolic machine only."""
+    facts: list[z3.BoolRef] = []
+    # the kept counts only where the step reads them: their facts, needed nowhere
+    # else, slowed the search down (``unknown`` at 30 s with three records)
+    count = kind == "finish"
+    sym, n = machine(facts, split, broken=broken if broken != "offset" else "", kept=count)
+    facts.append(n == size)
+    shape = sym.shape
+    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
+    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=1)
+    m = Machine(sym.contract, "stateful", bound, Shape(*fields), symbolic_env, epoch=4)
+    m.current, m.time = sym.current, sym.time
+    for name in _BY_RECORD:
+        for r in range(size):
+            m.op.values[(name, r)] = sym.op.cell(name, r)
+    for name in ("expected", "expected-version"):
+        for k in range(sym.k):
+            for q in range(size):
+                m.op.values[(name, k, q)] = sym.op.cell(name, k, q)
+    for name in _BY_KEY:
+        for k in range(sym.k):
+            m.op.values[(name, k)] = sym.op.cell(name, k)
+    for ch in range(sym.c):
+        m.op.values[("offset", ch)] = sym.op.cell("offset", ch)
+        m.world.values[("high", ch)] = sym.world.cell("high", ch)
+    for w in _WORLD:
+        for k in range(sym.k if w in ("order", "order-in") else 1):
+            where = (w, k) if w in ("order", "order-in") else (w,)
+            sort = z3.BoolSort() if w == "order-in" else z3.IntSort()
+            sym.world.values[where] = m.world.values[where] = z3.Const(_name(w), sort)
+    key = sym.world["key"]
+    facts += [key >= 0, key < sym.k]
+    same = [lg.eq(step(sym, kind, broken), step(m, kind))]
+    facts += [lg.lift_bool(a) for a in sym.assumptions + m.assumptions]
+    for name in _BY_RECORD:
+        same += [lg.eq(sym.op.cell(name, r), m.op.cell(name, r)) for r in range(size)]
+    for name in _BY_KEY:
+        same += [lg.eq(sym.op.cell(name, k), m.op.cell(name, k)) for k in range(sym.k)]
+    same += [lg.eq(sym.op.cell("offset", ch), m.op.cell("offset", ch)) for ch in range(sym.c)]
+    same += [
+        lg.eq(value, m.world.values[w])
+        for w, value in sym.world.values.items()
+        if w in m.world.values
+    ]
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, z3.Not(lg.lift_bool(lg.and_(*same))))
+    return solver.check()
+
+
+def count_across_take(timeout_ms: int = 20_000) -> z3.CheckSatResult:
+    """Whether the counts of the taking key's waiting inputs, each defined in its own
+    state (``Indices.count`` over a symbolic size), are shown to differ by one across
+    the take: ``unsat`` would say so; E-matching alone gives ``unknown``, which is why
+    the machine keeps a count through its writes (:class:`Kept`) instead."""
+    facts: list[z3.BoolRef] = []
+    m, n = machine(facts, split=True)
+    facts += invariant(m, n)
+    key = m.world["key"]
+    before = m.records.count(m.waiting_of(key))
+    step(m, "take")
+    after = m.records.count(m.waiting_of(key))
+    facts += [lg.lift_bool(a) for a in m.assumptions]
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, after != before - 1)
+    return solver.check()
