@@ -153,6 +153,41 @@ class InvalidationMark:
     time: int
 
 
+class Slots:
+    """Some of the store's slots, in the order they are written (epoch, record, entry),
+    as the machine's searches range over them. Like :class:`~.logic.Indices` for
+    records, each search takes a *body*, a function of one slot. Which slots are in a
+    set depends on their kind, entry and epoch (:meth:`where`; or on a field the
+    contract never writes), never on their record, so that a store over a symbolic
+    number of records can have the same sets."""
+
+    def __init__(self, slots: list[Slot]) -> None:
+        #: the slots themselves, for what only a concrete run reads (the recorder)
+        self.slots = slots
+
+    def where(self, keep: Callable[[Slot], bool]) -> Slots:
+        return Slots([s for s in self.slots if keep(s)])
+
+    def some(self, body: Callable[[Slot], Sym]) -> Sym:
+        """Whether the body holds at some slot."""
+        return lg.or_(*(body(s) for s in self.slots))
+
+    def minimum(self, body: Callable[[Slot], tuple[Sym, Sym]], default: Sym) -> Sym:
+        """The least value of the body's ``(condition, value)`` where the condition holds."""
+        return lg.minimum([body(s) for s in self.slots], default)
+
+    def latest(
+        self, body: Callable[[Slot], tuple[Sym, tuple[Sym, ...]]], default: tuple[Sym, ...]
+    ) -> tuple[Sym, tuple[Sym, ...]]:
+        """Whether the body's condition holds at some slot, and the values of the last."""
+        return lg.latest([body(s) for s in self.slots], default)
+
+    def each(self, update: Callable[[Slot], None]) -> None:
+        """A write to every slot (``update`` writes one)."""
+        for s in self.slots:
+            update(s)
+
+
 @define
 class Found:
     any: Sym
@@ -323,28 +358,31 @@ class Machine:
                     slots.append(Slot(len(slots), "order", r, epoch, shape.key[r]))
         return slots
 
-    def written(self, kind: str = "") -> list[Slot]:
+    def written(self, kind: str = "") -> Slots:
         """The slots that may have been written so far (epochs up to the current one)."""
-        return [s for s in self.slots if s.epoch <= self.current and (not kind or s.kind == kind)]
+        return Slots(self.slots).where(
+            lambda s: s.epoch <= self.current and (not kind or s.kind == kind)
+        )
 
-    def settled(self, kind: str = "") -> list[Slot]:
+    def settled(self, kind: str = "") -> Slots:
         """The slots written before this epoch. Within an epoch a key's position only
         grows, so a slot written in it lies before its key's position (or is the entry
         of the input being accepted): no invalidation of that key voids it and no
         checkpoint needs it."""
-        return [s for s in self.written(kind) if s.epoch < self.current]
+        return self.written(kind).where(lambda s: s.epoch < self.current)
 
-    def slots_now(self, kind: str, entry: int = -1) -> list[Slot]:
+    def slots_now(self, kind: str, entry: int = -1) -> Slots:
         """The slots of ``kind`` and ``entry`` that records write in this epoch."""
-        return [s for s in self.written(kind) if s.epoch == self.current and s.entry == entry]
+        return self.written(kind).where(lambda s: s.epoch == self.current and s.entry == entry)
 
     def write_record(self, guard: Sym, record: Sym, kind: str, entry: int, **values: Sym) -> None:
         """The slot of ``kind`` and ``entry`` of ``record`` in this epoch takes ``values``
         (under ``guard``): a write at a possibly symbolic index."""
-        for s in self.slots_now(kind, entry):
-            s.write(lg.and_(guard, lg.eq(record, s.record)), **values)
+        self.slots_now(kind, entry).each(
+            lambda s: s.write(lg.and_(guard, lg.eq(record, s.record)), **values)
+        )
 
-    def voidable(self, kind: str = "") -> list[Slot]:
+    def voidable(self, kind: str = "") -> Slots:
         """The slots an invalidation may void: with scope ``key``, the settled ones."""
         if self.contract.invalidation_scope == "key":
             return self.settled(kind)
@@ -431,23 +469,20 @@ class Machine:
         )
 
     def voids_some(self, target: Sym, position: Sym, keep: tuple[Sym, Sym] | None) -> Sym:
-        return lg.or_(
-            *(
-                lg.and_(self.valid(s), self.voids(s, target, position, keep))
-                for s in self.voidable("completion")
-            )
+        return self.voidable("completion").some(
+            lambda s: lg.and_(self.valid(s), self.voids(s, target, position, keep))
         )
 
     def view_ranks(self) -> list[Sym]:
         """Per key: where it first appears in the store's view (``ABSENT`` if not)."""
         ranks = []
-        written: list[Slot | InvalidationMark] = [*self.written(), *self.marks]
         for k in range(self.k):
-            options = [
-                (lg.and_(s.present, self.visible(s), lg.eq(s.key, k)), _rank(s.time))
-                for s in written
-            ]
-            ranks.append(lg.minimum(options, self.op.cell("volatile-rank", k)))
+
+            def appears(s: Slot | InvalidationMark, k: int = k) -> tuple[Sym, Sym]:
+                return lg.and_(s.present, self.visible(s), lg.eq(s.key, k)), _rank(s.time)
+
+            in_slots = self.written().minimum(appears, self.op.cell("volatile-rank", k))
+            ranks.append(lg.minimum([appears(mark) for mark in self.marks], in_slots))
         return ranks
 
     def ordered_keys(self, ranks: list[Sym]) -> list[tuple[Sym, Sym]]:
@@ -475,21 +510,23 @@ class Machine:
         """The latest valid slot of ``entry`` that the lookup of ``record`` matches."""
         match = self.contract.match
         fields = self.plan.entries[entry].writes
-        options = []
-        for s in self.written("completion"):
-            if s.entry != entry or s.epoch == self.current:
-                # a record is accepted at most once per epoch and writes its slot of an
-                # entry after looking it up: its slot of this epoch is not there yet
-                continue
+
+        def matches(s: Slot) -> tuple[Sym, tuple[Sym, ...]]:
             conds = [self.valid(s), lg.eq(record, s.record), lg.eq(s.version, version)]
             if match == "position":
                 conds.append(lg.eq(s.position, position))
             if match == "reads":
                 conds.extend(lg.eq(a, b) for a, b in zip(s.reads, reads, strict=True))
             values = (*(s.writes[f] for f in fields), s.output, s.prefix, *s.reads, s.time, s.index)
-            options.append((lg.and_(*conds), values))
+            return lg.and_(*conds), values
+
+        # a record is accepted at most once per epoch and writes its slot of an entry
+        # after looking it up: its slot of this epoch is not there yet
+        earlier = self.written("completion").where(
+            lambda s: s.entry == entry and s.epoch != self.current
+        )
         none = (*[NONE] * (len(fields) + 2 + len(reads)), -1, -1)
-        hit, values = lg.latest(options, none)
+        hit, values = earlier.latest(matches, none)
         w = len(fields)
         return Found(
             hit,
@@ -518,26 +555,27 @@ class Machine:
             if self.recorder and here is True:
                 voided = [
                     s.index
-                    for s in self.voidable("completion")
+                    for s in self.voidable("completion").slots
                     if self.valid(s) is True and self.voids(s, target, position, keep) is True
                 ]
             time = self.tick()
             if c.durable_invalidation:
                 kept = self.effect(here)
                 self.marks.append(InvalidationMark(kept, target, time))
-                for s in earlier:
-                    s.voided = lg.or_(
-                        s.voided, lg.and_(kept, s.present, self.voids(s, target, position, keep))
-                    )
+
+                def void(s: Slot, kept: Sym = kept, target: Sym = target) -> None:
+                    voids = self.voids(s, target, position, keep)
+                    s.voided = lg.or_(s.voided, lg.and_(kept, s.present, voids))
+
+                earlier.each(void)
             else:
                 kept = lg.and_(here, self.live())
-                for s in earlier:
-                    self.op.put(
-                        "volatile-voided",
-                        s.index,
-                        True,
-                        lg.and_(here, s.present, self.voids(s, target, position, keep)),
-                    )
+
+                def void_volatile(s: Slot, here: Sym = here, target: Sym = target) -> None:
+                    voids = self.voids(s, target, position, keep)
+                    self.op.put("volatile-voided", s.index, True, lg.and_(here, s.present, voids))
+
+                earlier.each(void_volatile)
                 rank = 2 * time
                 old = self.op.at("volatile-rank", target)
                 self.op.put("volatile-rank", target, rank, lg.and_(here, lg.lt(rank, old)))
@@ -619,7 +657,9 @@ class Machine:
             self.monitors.save(saved, record, version, entry.index)
             if self.recorder and saved is True:
                 slot = next(
-                    s.index for s in self.slots_now("completion", entry.index) if s.record == record
+                    s.index
+                    for s in self.slots_now("completion", entry.index).slots
+                    if s.record == record
                 )
                 self.recorder.save(position, record, version, entry.index, slot, reads, carries)
             ordered = lg.or_(ordered, lg.and_(lg.not_(found.any), carries))
@@ -652,11 +692,11 @@ class Machine:
         if lg._const(happens) is False:
             return
         op = self.op
-        needed = [
-            (lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.time)
-            for s in self.settled()
-        ]
-        op.set("marker", lg.minimum(needed, self.time + 1), happens)
+        needed = self.settled().minimum(
+            lambda s: (lg.and_(self.valid(s), lg.le(op.at("next", s.key), s.position)), s.time),
+            self.time + 1,
+        )
+        op.set("marker", needed, happens)
         self.saved.assign(op, happens)
         self.tick()
         if self.recorder and happens is True:
@@ -665,25 +705,17 @@ class Machine:
     def recorded_order(self, key: int) -> tuple[list[Sym], list[Sym], list[Sym]]:
         """Per position: whether the store records an input there, which, which version."""
         has, records, versions = [], [], []
-        carriers = [
-            s for s in self.written() if s.kind == "order" or lg._const(s.order) is not False
-        ]
+        carriers = self.written().where(
+            lambda s: s.kind == "order" or lg._const(s.order) is not False
+        )
         for q in range(self.n):
-            h, (rec, ver) = lg.latest(
-                [
-                    (
-                        lg.and_(
-                            self.valid(s),
-                            s.order if s.kind == "completion" else True,
-                            lg.eq(s.key, key),
-                            lg.eq(s.position, q),
-                        ),
-                        (s.record, s.version),
-                    )
-                    for s in carriers
-                ],
-                (-1, 0),
-            )
+
+            def carries(s: Slot, q: int = q) -> tuple[Sym, tuple[Sym, ...]]:
+                order = s.order if s.kind == "completion" else True
+                here = lg.and_(self.valid(s), order, lg.eq(s.key, key), lg.eq(s.position, q))
+                return here, (s.record, s.version)
+
+            h, (rec, ver) = carriers.latest(carries, (-1, 0))
             has.append(h)
             records.append(rec)
             versions.append(ver)
