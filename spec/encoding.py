@@ -56,6 +56,12 @@ with the model cover them. Where only the last checkpoint before a restore can m
 restores and none in the last epoch (``one_checkpoint``); the tests that compare
 ``verify`` with the explorer cover that.
 
+Every search of the machine over records, a key's positions or the store's slots
+(whether some holds, the first, the least, the latest match, how many) goes through a
+domain, :class:`~.logic.Indices` (``records``, ``positions``) or :class:`Slots`, given its
+body as a function of one index or slot: here the body is called at each one and the
+search is a chain of ``ite``s; a domain of symbolic size would call it once.
+
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter, and :func:`run_concrete` has it record the model's trace events as they
 happen (:mod:`.events`, :meth:`Machine.trace`), which the tests compare with the model's

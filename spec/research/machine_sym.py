@@ -25,6 +25,11 @@ input's flag) is written here as ``Machine.micro_step`` writes it. :func:`agree`
 proves, at each concrete number of records, that a step leaves the state the bounded
 machine leaves from every state; :func:`waiting_step` proves that it keeps the invariant
 of the waiting inputs and the kept counts for every number of records.
+
+The store (the last section) is a family of slots per entry and epoch whose fields are
+arrays over records; the machine's searches over slots (``Machine.written`` and the
+sets made from it) run on it unchanged, and :func:`store_agree` compares a save, an
+invalidation and the store's searches with the bounded store.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from replay_contract.model.contracts import ORDERED, Contract
 from replay_contract.spec import logic as lg
 from replay_contract.spec.bound import Bound
 from replay_contract.spec.cells import Cells
-from replay_contract.spec.encoding import ADVANCE, Machine, Shape, symbolic_env
+from replay_contract.spec.encoding import ADVANCE, Machine, Shape, Slot, Slots, symbolic_env
 from replay_contract.spec.logic import Sym
 from replay_contract.spec.research import aggregates_sym as agg
 
@@ -63,12 +68,21 @@ class SymIndices(lg.Indices):
         self.term = size
         self.facts = facts
         self.broken = broken
+        #: each body defined so far, as a function and as the body
+        self.bodies: list[tuple[z3.FuncDeclRef, Callable[[Any], Any]]] = []
 
     def _defined(self, body: Callable[[Sym], Sym], sort: z3.SortRef) -> z3.FuncDeclRef:
         lift = lg.lift_bool if sort == z3.BoolSort() else lg.lift_int
         f, fact = agg.defined(lambda i: lift(body(i)), sort)
         self.facts.append(fact)
+        self.bodies.append((f, lambda i: lift(body(i))))
         return f
+
+    def ground(self, size: int) -> list[z3.BoolRef]:
+        """Each body's definition at each index below ``size``: instances of facts given
+        already, which put the bodies' applications at those indices among the terms
+        E-matching looks at (a check at a concrete size needs them)."""
+        return [f(i) == body(z3.IntVal(i)) for f, body in self.bodies for i in range(size)]
 
     def first(self, body: Callable[[Sym], Sym], default: Sym) -> Sym:
         cond = self._defined(body, z3.BoolSort())
@@ -353,6 +367,8 @@ def machine(
     time: int = 10,
     broken: str = "",
     kept: bool = True,
+    agent: str = "stateful",
+    cls: type[SymMachine] = SymMachine,
 ) -> tuple[SymMachine, z3.ArithRef]:
     """The machine in an arbitrary state of a recovering epoch, with ``n`` records;
     ``kept``: with a kept count of each key's waiting inputs (else each state's count
@@ -360,7 +376,7 @@ def machine(
     n = z3.Int(_name("n"))
     bound = Bound(inputs=1, channels=channels, keys=keys, crashes=1)
     shape = Shape(_Records("channel"), _Records("key"), _Records("mode"))  # type: ignore[arg-type]
-    m = SymMachine(contract(split), "stateful", bound, shape, symbolic_env, epoch=4)
+    m = cls(contract(split), agent, bound, shape, symbolic_env, epoch=4)
     m.size = n
     m.records = m.positions = SymIndices(n, facts, broken)
     m.current, m.time = 1, time
@@ -590,4 +606,253 @@ def count_across_take(timeout_ms: int = 20_000) -> z3.CheckSatResult:
     solver = z3.Solver()
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, after != before - 1)
+    return solver.check()
+
+
+# -- the store over a symbolic number of records -----------------------------------------
+#
+# The bounded store has a slot per record, entry (or order entry) and epoch; here a
+# *family* per entry and epoch holds each field of its slots as an array over records,
+# and a slot of it is a :class:`Slot` whose fields are reads of those arrays at one
+# record. The machine's searches over slots (``Machine.written`` and the sets made from
+# it, :class:`replay_contract.spec.encoding.Slots`) become :class:`SymSlots`: each body is
+# called on the slot at a bound record, and a write to each slot (``Slots.each``) on the
+# slot at a fresh record, its new fields made into arrays by a lambda.
+
+#: the fields of a slot that are arrays over records, with the sort of their cells
+_SLOT_FIELDS = (
+    ("present", "bool"),
+    ("position", "int"),
+    ("version", "int"),
+    ("output", "term"),
+    ("order", "bool"),
+    ("voided", "bool"),
+    ("prefix", "term"),
+    ("time", "int"),
+)
+_SORTS = {"bool": z3.BoolSort(), "int": z3.IntSort(), "term": lg.Term}
+
+
+class Family:
+    """The slots of one kind, entry and epoch, one per record: each field an array."""
+
+    def __init__(self, kind: str, entry: int, epoch: int, reads: int, writes: tuple[int, ...]):
+        self.kind, self.entry, self.epoch = kind, entry, epoch
+
+        def fresh(what: str, sort: str) -> Any:
+            return z3.Array(_name(f"{kind}{entry}.{epoch}.{what}"), z3.IntSort(), _SORTS[sort])
+
+        self.fields: dict[str, Any] = {name: fresh(name, sort) for name, sort in _SLOT_FIELDS}
+        self.reads = [fresh(f"read{i}", "term") for i in range(reads)]
+        self.writes = {f: fresh(f"write{f}", "term") for f in writes}
+
+    def slot(self, m: SymMachine, r: Sym) -> Slot:
+        """The slot of record ``r`` (a term)."""
+        s = Slot(0, self.kind, r, self.epoch, m.shape.key[r], self.entry)
+        for name, array in self.fields.items():
+            setattr(s, name, array[r])
+        s.reads = tuple(a[r] for a in self.reads)
+        s.writes = {f: a[r] for f, a in self.writes.items()}
+        return s
+
+    def store(self, s: Slot, r: z3.ArithRef, facts: list[z3.BoolRef]) -> None:
+        """The fields of ``s``, a slot at the fresh record ``r``, as the new arrays."""
+
+        def named(old: Any, value: Sym) -> Any:
+            value = _lift(value, old.range()) if old.range() != lg.Term else lg.lift_term(value)
+            new = z3.Const(_name("slots"), old.sort())
+            facts.append(new == z3.Lambda([r], value))
+            return new
+
+        for name in self.fields:
+            self.fields[name] = named(self.fields[name], getattr(s, name))
+        self.reads = [named(a, v) for a, v in zip(self.reads, s.reads, strict=True)]
+        self.writes = {f: named(self.writes[f], s.writes[f]) for f in self.writes}
+
+
+class SymSlots(Slots):
+    """A set of slots made of whole families, in the bounded order: epoch, then record,
+    then entry (the order entry last)."""
+
+    def __init__(self, m: SymMachine, families: list[Family]) -> None:
+        super().__init__([])
+        self.m, self.families = m, families
+
+    def where(self, keep: Callable[[Slot], bool]) -> SymSlots:
+        # a set depends on kind, entry and epoch only: any record shows them
+        return SymSlots(self.m, [f for f in self.families if keep(f.slot(self.m, 0))])
+
+    def _records(self) -> SymIndices:
+        records = self.m.records
+        assert isinstance(records, SymIndices)
+        return records
+
+    def _at(self, f: Family, body: Callable[[Slot], Any]) -> Callable[[Sym], Any]:
+        """The body as a function of the record, on family ``f``'s slots."""
+        return lambda r: body(f.slot(self.m, r))
+
+    def some(self, body: Callable[[Slot], Sym]) -> Sym:
+        return lg.or_(*(self._records().some(self._at(f, body)) for f in self.families))
+
+    def minimum(self, body: Callable[[Slot], tuple[Sym, Sym]], default: Sym) -> Sym:
+        out = default
+        for f in self.families:
+            out = self._records().minimum(self._at(f, body), out)
+        return out
+
+    def latest(
+        self, body: Callable[[Slot], tuple[Sym, tuple[Sym, ...]]], default: tuple[Sym, ...]
+    ) -> tuple[Sym, tuple[Sym, ...]]:
+        """Per family, the last record where the body's condition holds (a witness); then
+        the last of those in the bounded order."""
+        records = self._records()
+        found: Sym = False
+        at: Sym = -1
+        epoch: Sym = -1
+        out = default
+        for f in self.families:
+            cond = records._defined(self._at(f, lambda s: body(s)[0]), z3.BoolSort())
+            w, hit = z3.Int(_name("latest")), z3.Bool(_name("found"))
+            i = z3.Int(_name("i"))
+            below = agg._below(i, records.term)
+            none_after = z3.ForAll(
+                [i], z3.Implies(z3.And(w < i, below), z3.Not(cond(i))), patterns=[cond(i)]
+            )
+            none = z3.ForAll([i], z3.Implies(below, z3.Not(cond(i))), patterns=[cond(i)])
+            records.facts.append(
+                z3.If(hit, z3.And(agg._below(w, records.term), cond(w), none_after), none)
+            )
+            values = body(f.slot(self.m, w))[1]
+            later = lg.or_(lg.not_(found), lg.lt(epoch, f.epoch), lg.le(at, w))
+            if records.broken == "latest":  # the first family that holds, not the last
+                later = lg.not_(found)
+            take = lg.and_(hit, later)
+            found = lg.or_(found, hit)
+            at, epoch = lg.ite(take, w, at), lg.ite(take, f.epoch, epoch)
+            out = tuple(lg.ite(take, v, o) for v, o in zip(values, out, strict=True))
+        return found, out
+
+    def each(self, update: Callable[[Slot], None]) -> None:
+        records = self._records()
+        for f in self.families:
+            r = z3.Int(_name("r"))
+            s = f.slot(self.m, r)
+            update(s)
+            f.store(s, r, records.facts)
+
+
+class SymStoreMachine(SymMachine):
+    """The symbolic machine with its store: ``families`` instead of ``slots``."""
+
+    families: list[Family]
+
+    def written(self, kind: str = "") -> Slots:
+        return SymSlots(self, self.families).where(
+            lambda s: s.epoch <= self.current and (not kind or s.kind == kind)
+        )
+
+
+def store_machine(facts: list[z3.BoolRef], broken: str = "") -> tuple[SymStoreMachine, Any]:
+    """The machine of the ``chain`` agent (two entries) with its store, in the second of
+    two epochs: a family per entry (and the order entry) and epoch. The invalidation
+    that does not last (``durable_invalidation`` false) is not in it: every slot reads
+    the volatile flag of slot 0, which ``ordered`` never sets."""
+    m, n = machine(facts, split=True, broken=broken, kept=False, agent="chain", cls=SymStoreMachine)
+    assert isinstance(m, SymStoreMachine)
+    m.families = []
+    for epoch in range(m.f + 1):
+        for e in m.plan.entries:
+            m.families.append(Family("completion", e.index, epoch, len(e.reads), e.writes))
+        m.families.append(Family("order", -1, epoch, 0, ()))
+    m.op.scalar("marker", z3.Int(_name("marker")))
+    m.op.array("volatile-voided", 1, False)
+    m.op.array("volatile-rank", m.k, 0)
+    m.op.array("history", m.k, lg.NONE)
+    for k in range(m.k):
+        m.op.values[("volatile-rank", k)] = z3.Int(_name("rank"))
+        m.op.values[("history", k)] = z3.Const(_name("history"), lg.Term)
+    return m, n
+
+
+def store_step(m: Machine, values: dict[str, Any]) -> list[Sym]:
+    """A write to the store, an invalidation, then the searches (a lookup, the keys'
+    ranks, whether an invalidation would void a slot, the order recorded at position
+    0): what they give."""
+    v = values
+    m.write_record(
+        v["saved"],
+        v["record"],
+        "completion",
+        0,
+        position=v["position"],
+        version=v["version"],
+        reads=(v["read"],),
+        writes={},
+        output=v["output"],
+        order=v["order"],
+        prefix=v["prefix"],
+        time=m.tick(),
+    )
+    m.diverge(v["diverges"], v["key"])
+    found = m.find(v["key"], 1, v["record2"], v["version"], v["position2"], ())
+    return [
+        found.any,
+        *found.writes.values(),
+        found.output,
+        found.prefix,
+        found.time,
+        *m.view_ranks(),
+        m.voids_some(v["key"], v["position2"], None),
+        # the input recorded at each key's first position (the symbolic machine's
+        # ``recorded_order`` has one position: the restore's scan is not symbolic yet)
+        *(x[0] for k in range(m.k) for x in m.recorded_order(k)),
+    ]
+
+
+def store_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.CheckSatResult:
+    """``unsat`` when, with ``size`` records, :func:`store_step` gives the same on the
+    symbolic store as on the bounded one, and leaves the same slots, from every store."""
+    facts: list[z3.BoolRef] = []
+    sym, n = store_machine(facts, broken)
+    assert isinstance(sym, SymStoreMachine)
+    facts.append(n == size)
+    shape = sym.shape
+    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
+    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=1)
+    m = Machine(sym.contract, "chain", bound, Shape(*fields), symbolic_env, epoch=4)
+    m.current, m.time = sym.current, sym.time
+    for name in ("next", "expected-end", "diverge-at", "volatile-rank", "history"):
+        for k in range(sym.k):
+            m.op.values[(name, k)] = sym.op.cell(name, k)
+    m.op.values[("marker",)] = sym.op["marker"]
+    families = {(f.kind, f.entry, f.epoch): f for f in sym.families}
+    for s in m.slots:
+        view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
+        for name, _ in _SLOT_FIELDS:
+            setattr(s, name, getattr(view, name))
+        s.reads, s.writes = view.reads, dict(view.writes)
+    ints = ("record", "record2", "position", "position2", "version", "key")
+    values: dict[str, Any] = {name: z3.Int(_name(name)) for name in ints}
+    values.update(
+        saved=z3.Bool(_name("saved")),
+        diverges=z3.Bool(_name("diverges")),
+        order=z3.Bool(_name("order")),
+        read=z3.Const(_name("read"), lg.Term),
+        output=z3.Const(_name("output"), lg.Term),
+        prefix=z3.Const(_name("prefix"), lg.Term),
+    )
+    facts += [values["key"] >= 0, values["key"] < sym.k]
+    same = [
+        lg.eq(a, b) for a, b in zip(store_step(sym, values), store_step(m, values), strict=True)
+    ]
+    for s in m.slots:
+        view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
+        same += [lg.eq(getattr(view, name), getattr(s, name)) for name, _ in _SLOT_FIELDS]
+        same += [lg.eq(a, b) for a, b in zip(view.reads, s.reads, strict=True)]
+    facts += [lg.lift_bool(a) for a in sym.assumptions + m.assumptions]
+    assert isinstance(sym.records, SymIndices)
+    facts += sym.records.ground(size)
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, z3.Not(lg.lift_bool(lg.and_(*same))))
     return solver.check()
