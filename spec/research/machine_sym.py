@@ -534,6 +534,17 @@ _BY_KEY = ("next", "expected-end", "diverge-at")
 _WORLD = ("phase", "key", "after", "after-arg", "order", "order-in")
 
 
+def bounded_twin(sym: SymMachine, size: int, agent: str) -> Machine:
+    """The bounded machine of ``spec/encoding.py`` with ``size`` records, their fields
+    those of the symbolic machine ``sym``, in its epoch and at its tick."""
+    shape = sym.shape
+    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
+    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=1)
+    m = Machine(sym.contract, agent, bound, Shape(*fields), symbolic_env, epoch=4)
+    m.current, m.time = sym.current, sym.time
+    return m
+
+
 def agree(
     kind: str, size: int, split: bool = False, broken: str = "", timeout_ms: int = 30_000
 ) -> z3.CheckSatResult:
@@ -547,11 +558,7 @@ def agree(
     count = kind == "finish"
     sym, n = machine(facts, split, broken=broken if broken != "offset" else "", kept=count)
     facts.append(n == size)
-    shape = sym.shape
-    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
-    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=1)
-    m = Machine(sym.contract, "stateful", bound, Shape(*fields), symbolic_env, epoch=4)
-    m.current, m.time = sym.current, sym.time
+    m = bounded_twin(sym, size, "stateful")
     for name in _BY_RECORD:
         for r in range(size):
             m.op.values[(name, r)] = sym.op.cell(name, r)
@@ -816,11 +823,7 @@ def store_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.Che
     sym, n = store_machine(facts, broken)
     assert isinstance(sym, SymStoreMachine)
     facts.append(n == size)
-    shape = sym.shape
-    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
-    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=1)
-    m = Machine(sym.contract, "chain", bound, Shape(*fields), symbolic_env, epoch=4)
-    m.current, m.time = sym.current, sym.time
+    m = bounded_twin(sym, size, "chain")
     for name in ("next", "expected-end", "diverge-at", "volatile-rank", "history"):
         for k in range(sym.k):
             m.op.values[(name, k)] = sym.op.cell(name, k)
