@@ -56,11 +56,13 @@ with the model cover them. Where only the last checkpoint before a restore can m
 restores and none in the last epoch (``one_checkpoint``); the tests that compare
 ``verify`` with the explorer cover that.
 
-Every search of the machine over records, a key's positions or the store's slots
-(whether some holds, the first, the least, the latest match, how many) goes through a
-domain, :class:`~.logic.Indices` (``records``, ``positions``) or :class:`Slots`, given its
-body as a function of one index or slot: here the body is called at each one and the
-search is a chain of ``ite``s; a domain of symbolic size would call it once.
+The machine's searches over records, a key's positions or the store's slots (whether
+some holds, the first, the least, the latest match, how many) go through a domain,
+:class:`~.logic.Indices` (``records``, ``positions``) or :class:`Slots`, given their body
+as a function of one index or slot: here the body is called at each one and the search
+is a chain of ``ite``s; a domain of symbolic size would call it once. (Not yet: the
+restore's over positions, which read the lists ``recorded_order`` builds, and the
+monitors'.)
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter, and :func:`run_concrete` has it record the model's trace events as they
