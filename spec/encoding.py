@@ -60,9 +60,9 @@ The machine's searches over records, a key's positions or the store's slots (whe
 some holds, the first, the least, the latest match, how many) go through a domain,
 :class:`~.logic.Indices` (``records``, ``positions``) or :class:`Slots`, given their body
 as a function of one index or slot: here the body is called at each one and the search
-is a chain of ``ite``s; a domain of symbolic size would call it once. (Not yet: the
-restore's over positions, which read the lists ``recorded_order`` builds, and the
-monitors'.)
+is a chain of ``ite``s; a domain of symbolic size would call it once. The monitors'
+searches over records go through theirs (:mod:`.monitors`). Not yet: the restore's
+over positions, which read the lists ``recorded_order`` builds.
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter, and :func:`run_concrete` has it record the model's trace events as they

@@ -23,6 +23,8 @@ world.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import logic as lg
 from .agentterms import Plan, history_term, run_input
 from .cells import Cells
@@ -48,6 +50,8 @@ class Monitors:
         self, plan: Plan, inputs: int, keys: int, basis: str, op: Cells, world: Cells
     ) -> None:
         self.plan, self.inputs, self.keys, self.basis = plan, inputs, keys, basis
+        #: the records, as the monitors' searches range over them
+        self.records = lg.Indices(inputs)
         self.op, self.world = op, world
         fields = len(plan.fields)
         entries = len(plan.entries)
@@ -156,7 +160,7 @@ class Monitors:
         """The ``timeout`` event: no input may still wait (bounded-waiting). What waits
         is the operator's keyed state, as the predicate's timeline has it. A key with a
         recorded input that has not come back is outside complete-reuse from now on."""
-        waiting = lg.or_(*(self.op.cell("waiting", r) for r in range(self.inputs)))
+        waiting = self.records.some(lambda r: self.op.cell("waiting", r))
         self._break(BOUNDED_WAITING, lg.and_(happens, waiting))
         for r in range(self.inputs):
             left = lg.and_(happens, self.world.cell("outstanding", r))
@@ -174,9 +178,7 @@ class Monitors:
         op, world = self.op, self.world
         # no-lost-input: every delivered input accepted exactly once (at most once is
         # all a timeline can hold), none accepted without being delivered
-        lost = lg.or_(
-            *(lg.ne(op.cell("delivered", r), op.cell("accepted", r)) for r in range(self.inputs))
-        )
+        lost = self.records.some(lambda r: lg.ne(op.cell("delivered", r), op.cell("accepted", r)))
         self._break(NO_LOST_INPUT, lg.and_(happens, lost))
         # equivalent-outcome
         differs = []
@@ -187,16 +189,17 @@ class Monitors:
         self._break(EQUIVALENT_OUTCOME, lg.and_(happens, lg.or_(*differs)))
         # complete-reuse: a repeated call for a key whose recorded inputs all came back
         unclean = []
+
+        def left_of(k: int) -> Callable[[Sym], Sym]:
+            """Of a record: it is an outstanding input of key ``k``."""
+            return lambda r: lg.and_(world.cell("outstanding", r), lg.eq(key_of[r], k))
+
         for k in range(self.keys):
-            left = lg.or_(
-                *(
-                    lg.and_(world.cell("outstanding", r), lg.eq(key_of[r], k))
-                    for r in range(self.inputs)
-                )
-            )
+            left = self.records.some(left_of(k))
             unclean.append(lg.or_(world.cell("unclean", k), left))
-        repeats = [
-            lg.and_(world.cell("repeated", r), lg.not_(lg.select(key_of[r], unclean, True)))
-            for r in range(self.inputs)
-        ]
-        self._break(COMPLETE_REUSE, lg.and_(happens, lg.or_(*repeats)))
+        repeats = self.records.some(
+            lambda r: lg.and_(
+                world.cell("repeated", r), lg.not_(lg.select(key_of[r], unclean, True))
+            )
+        )
+        self._break(COMPLETE_REUSE, lg.and_(happens, repeats))
