@@ -61,7 +61,7 @@ class SymIndices(lg.Indices):
     """The indices ``0 .. size - 1`` with ``size`` a term. Each search is a witness;
     the facts that define it collect in ``facts``. ``broken`` names a fault for the
     checks that must then fail: ``first`` (a first without its universal, so any index
-    where the body holds), ``count`` (a count without its bijection)."""
+    where the body holds)."""
 
     def __init__(self, size: z3.ArithRef, facts: list[z3.BoolRef], broken: str = "") -> None:
         super().__init__(0)
@@ -113,9 +113,6 @@ class SymIndices(lg.Indices):
         index = z3.Function(_name("index"), z3.IntSort(), z3.IntSort())
         holder = z3.Function(_name("holder"), z3.IntSort(), z3.IntSort())
         i, j = z3.Int(_name("i")), z3.Int(_name("j"))
-        if self.broken == "count":  # the holders below the count left out
-            self.facts += [c >= 0]
-            return c
         self.facts += [
             c >= 0,
             z3.ForAll(
@@ -253,10 +250,9 @@ class SymCells(Cells):
             self.shape[name] = (0,)
             self.values[(name,)] = z3.Array(_name(name), z3.IntSort(), sort)
 
-    def array_of(self, name: str, row: Sym = None) -> Any:
-        if row is None:
-            return self.values[(name,)]
-        return lg.select(row, [self.values[(name, a)] for a in range(self.shape[name][0])])
+    def array_of(self, name: str) -> Any:
+        """The Z3 array of ``name`` over records."""
+        return self.values[(name,)]
 
     def cell(self, name: str, *index: Any) -> Sym:
         if name not in self.symbolic:
@@ -482,14 +478,13 @@ def waiting_step(
     number of records: ``arrive`` (channel 0 delivers its next record, which waits),
     ``take`` (the advance loop takes its key's earliest waiting input; the goal also
     says it is the earliest) or ``finish``. ``broken``: ``first`` (a search that may
-    answer any index where its body holds), ``count`` (each state's count without its
-    bijection), ``keep`` (a leaving record's gap in a kept count not filled),
-    ``offset`` (the delivery leaves the offset where it was); the check should then
-    not be ``unsat``. ``premises``: whether the step's premises
+    answer any index where its body holds), ``keep`` (a leaving record's gap in a kept
+    count not filled), ``offset`` (the delivery leaves the offset where it was); the
+    check should then not be ``unsat``. ``premises``: whether the step's premises
     can hold (``sat``, with at most three records). ``keys`` and ``channels``: how
     many, concrete."""
-    if broken not in ("", "first", "count", "keep", "offset"):
-        raise ValueError(f"unknown fault {broken!r}: first, count, keep or offset")
+    if broken not in ("", "first", "keep", "offset"):
+        raise ValueError(f"unknown fault {broken!r}: first, keep or offset")
     facts: list[z3.BoolRef] = []
     m, n = machine(facts, split, keys, channels, broken=broken if broken != "offset" else "")
     facts += invariant(m, n)
