@@ -60,9 +60,10 @@ The machine's searches over records, a key's positions or the store's slots (whe
 some holds, the first, the least, the latest match, how many) go through a domain,
 :class:`~.logic.Indices` (``records``, ``positions``) or :class:`Slots`, given their body
 as a function of one index or slot: here the body is called at each one and the search
-is a chain of ``ite``s; a domain of symbolic size would call it once. The monitors'
-searches over records go through theirs (:mod:`.monitors`). Not yet: the restore's
-over positions, which read the lists ``recorded_order`` builds.
+is a chain of ``ite``s; a domain of symbolic size would call it once. So do the writes
+to every record or position (``each``: the restore's expected order, the monitors'
+outstanding inputs at a restore, the invalidation's voided flags), and the monitors'
+searches over records (:mod:`.monitors`).
 
 The machine is written against :mod:`.logic`: driven by a concrete schedule it is an
 interpreter, and :func:`run_concrete` has it record the model's trace events as they
@@ -218,6 +219,8 @@ class Shape:
 
 
 Env = Callable[[int, Sym], Move]
+#: of a position of a key: whether the store records an input there, which, which version
+Recorded = Callable[[Sym], tuple[Sym, Sym, Sym]]
 
 
 class Machine:
@@ -710,24 +713,24 @@ class Machine:
         if self.recorder and happens is True:
             self.recorder.checkpoint()
 
-    def recorded_order(self, key: int) -> tuple[list[Sym], list[Sym], list[Sym]]:
-        """Per position: whether the store records an input there, which, which version."""
-        has, records, versions = [], [], []
+    def recorded_order(self, key: int) -> Recorded:
+        """Of a position: whether the store records an input of ``key`` there, which,
+        which version (in the state of now, whenever the function is called)."""
         carriers = self.written().where(
             lambda s: s.kind == "order" or lg._const(s.order) is not False
         )
-        for q in range(self.n):
+        valid = self.valid
 
-            def carries(s: Slot, q: int = q) -> tuple[Sym, tuple[Sym, ...]]:
+        def at(q: Sym) -> tuple[Sym, Sym, Sym]:
+            def carries(s: Slot) -> tuple[Sym, tuple[Sym, ...]]:
                 order = s.order if s.kind == "completion" else True
-                here = lg.and_(self.valid(s), order, lg.eq(s.key, key), lg.eq(s.position, q))
+                here = lg.and_(valid(s), order, lg.eq(s.key, key), lg.eq(s.position, q))
                 return here, (s.record, s.version)
 
-            h, (rec, ver) = carriers.latest(carries, (-1, 0))
-            has.append(h)
-            records.append(rec)
-            versions.append(ver)
-        return has, records, versions
+            has, (record, version) = carriers.latest(carries, (-1, 0))
+            return has, record, version
+
+        return at
 
     def restore(self, happens: Sym) -> None:
         if lg._const(happens) is False:
@@ -753,14 +756,21 @@ class Machine:
         for k in range(self.k):
             included = lg.and_(happens, lg.lt(ranks[k], ABSENT))
             start = op.cell("next", k)
-            has, records, versions = self.recorded_order(k)
-            end = lg.first(
-                [lg.and_(lg.le(start, q), lg.not_(has[q])) for q in range(self.n)], self.n
-            )
+            recorded = self.recorded_order(k)
+
+            def missing(q: Sym, start: Sym = start, recorded: Recorded = recorded) -> Sym:
+                return lg.and_(lg.le(start, q), lg.not_(recorded(q)[0]))
+
+            def expect(
+                q: Sym, k: int = k, included: Sym = included, recorded: Recorded = recorded
+            ) -> None:
+                _, record, version = recorded(q)
+                op.put("expected", k, record, included, q)
+                op.put("expected-version", k, version, included, q)
+
+            end = self.positions.first(missing, self.n)
             op.put("expected-end", k, end, included)
-            for q in range(self.n):
-                op.put("expected", k, records[q], included, q)
-                op.put("expected-version", k, versions[q], included, q)
+            self.positions.each(expect)
             op.put("diverge-at", k, -1, included)
         order = self.ordered_keys(ranks)
         base = self.tick()

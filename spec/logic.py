@@ -341,3 +341,8 @@ class Indices:
         """The least value of the body's ``(condition, value)`` where the condition
         holds (``default`` if it holds nowhere)."""
         return minimum([body(i) for i in range(self.size)], default)
+
+    def each(self, update: Callable[[Sym], None]) -> None:
+        """A write at every index (``update`` writes at one)."""
+        for i in range(self.size):
+            update(i)

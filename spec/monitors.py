@@ -169,10 +169,14 @@ class Monitors:
     def restore(self, happens: Sym, saved: Cells) -> None:
         """Before the operator's state is replaced by the checkpoint's: the inputs
         accepted since the checkpoint are outstanding until they come back."""
-        for r in range(self.inputs):
-            dead = lg.and_(happens, self.op.cell("accepted", r), lg.not_(saved.cell("accepted", r)))
-            self.world.put("outstanding", r, True, dead)
-            self.world.put("outstanding-version", r, self.op.cell("accepted-version", r), dead)
+        op, world = self.op, self.world
+
+        def lost(r: Sym) -> None:
+            dead = lg.and_(happens, op.at("accepted", r), lg.not_(saved.at("accepted", r)))
+            world.put("outstanding", r, True, dead)
+            world.put("outstanding-version", r, op.at("accepted-version", r), dead)
+
+        self.records.each(lost)
 
     def end(self, happens: Sym, memory: list[list[Sym]], key_of: list[Sym]) -> None:
         op, world = self.op, self.world

@@ -97,10 +97,11 @@ def recorded_order(m: enc.Machine, k: int) -> list[int]:
     position, then the store's recorded order (its valid carriers) up to the first
     position without one (the ghost ``E`` is its length)."""
     out = codes(m.saved.cell("history", k))
-    has, records, versions = m.recorded_order(k)
+    recorded = m.recorded_order(k)
     q = len(out)
-    while q < m.n and has[q]:
-        out.append(code(records[q], versions[q]))
+    while q < m.n and recorded(q)[0]:
+        _, record, version = recorded(q)
+        out.append(code(record, version))
         q += 1
     return out
 

@@ -805,9 +805,8 @@ def store_step(m: Machine, values: dict[str, Any]) -> list[Sym]:
         found.time,
         *m.view_ranks(),
         m.voids_some(v["key"], v["position2"], None),
-        # the input recorded at each key's first position (the symbolic machine's
-        # ``recorded_order`` has one position: the restore's scan is not symbolic yet)
-        *(x[0] for k in range(m.k) for x in m.recorded_order(k)),
+        # the input recorded at each key's position 0 and at a symbolic position
+        *(x for k in range(m.k) for q in (0, v["position2"]) for x in m.recorded_order(k)(q)),
     ]
 
 
