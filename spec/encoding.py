@@ -754,24 +754,7 @@ class Machine:
                 lg.ite(self.waits(k), lg.add(WAITING_ONLY, op.cell("inserted", k)), ABSENT),
             )
         for k in range(self.k):
-            included = lg.and_(happens, lg.lt(ranks[k], ABSENT))
-            start = op.cell("next", k)
-            recorded = self.recorded_order(k)
-
-            def missing(q: Sym, start: Sym = start, recorded: Recorded = recorded) -> Sym:
-                return lg.and_(lg.le(start, q), lg.not_(recorded(q)[0]))
-
-            def expect(
-                q: Sym, k: int = k, included: Sym = included, recorded: Recorded = recorded
-            ) -> None:
-                _, record, version = recorded(q)
-                op.put("expected", k, record, included, q)
-                op.put("expected-version", k, version, included, q)
-
-            end = self.positions.first(missing, self.n)
-            op.put("expected-end", k, end, included)
-            self.positions.each(expect)
-            op.put("diverge-at", k, -1, included)
+            self.expect_recorded(k, lg.and_(happens, lg.lt(ranks[k], ABSENT)))
         order = self.ordered_keys(ranks)
         base = self.tick()
         for j, (key, present) in enumerate(order):
@@ -784,6 +767,26 @@ class Machine:
         w.set("key", first_key, happens)
         w.set("after", AFTER_RESTORE, happens)
         w.set("after-arg", 1, happens)
+
+    def expect_recorded(self, key: int, included: Sym) -> None:
+        """The restore's scan of ``key`` (when ``included``): its expected order is the
+        store's recorded order, up to the first position from its next one where none
+        is recorded; no divergence is pending."""
+        op = self.op
+        start = op.cell("next", key)
+        recorded = self.recorded_order(key)
+
+        def missing(q: Sym) -> Sym:
+            return lg.and_(lg.le(start, q), lg.not_(recorded(q)[0]))
+
+        def expect(q: Sym) -> None:
+            _, record, version = recorded(q)
+            op.put("expected", key, record, included, q)
+            op.put("expected-version", key, version, included, q)
+
+        op.put("expected-end", key, self.positions.first(missing, self.positions.end), included)
+        self.positions.each(expect)
+        op.put("diverge-at", key, -1, included)
 
     def arrive_waiting(self, happens: Sym, record: Sym, version: Sym) -> None:
         """A delivered input of a recovering key joins the waiting inputs."""

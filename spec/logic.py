@@ -325,6 +325,11 @@ class Indices:
     def __init__(self, size: int) -> None:
         self.size = size
 
+    @property
+    def end(self) -> Sym:
+        """The index after the last."""
+        return self.size
+
     def some(self, body: Callable[[Sym], Sym]) -> Sym:
         """Whether the body holds at some index."""
         return or_(*(body(i) for i in range(self.size)))

@@ -23,9 +23,16 @@ from replay_contract.spec import logic as lg
 
 _fresh = itertools.count()
 
+#: sets that collect the fresh names made while they are on the stack (see
+#: ``machine_sym.SymIndices``: the symbols a body makes under a bound index)
+NAMES: list[set[str]] = []
+
 
 def _name(what: str) -> str:
-    return f"{what}!{next(_fresh)}"
+    name = f"{what}!{next(_fresh)}"
+    for names in NAMES:
+        names.add(name)
+    return name
 
 
 def _below(i: z3.ArithRef, size: z3.ArithRef) -> z3.BoolRef:

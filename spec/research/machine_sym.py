@@ -30,6 +30,15 @@ The store (the last section) is a family of slots per entry and epoch whose fiel
 arrays over records; the machine's searches over slots (``Machine.written`` and the
 sets made from it) run on it unchanged, and :func:`store_agree` compares a save, an
 invalidation and the store's searches with the bounded store.
+
+A body runs at an index bound by a quantifier (:meth:`SymIndices._bound`), and may
+search itself: the restore's scan (``Machine.expect_recorded``) ends at the first
+position without a recorded input, a search over the store at each position, and
+writes every position of a key's row (``positions.each``) with what such a search finds
+there. What the inner search makes then depends on the bound index: its witnesses and
+functions become functions of it, its facts universals over it (one witness per
+index, as a Skolem function gives). :func:`scan_agree` compares the scan with the
+bounded machine's.
 """
 
 from __future__ import annotations
@@ -54,7 +63,37 @@ _fresh = itertools.count()
 
 
 def _name(what: str) -> str:
-    return f"{what}!{next(_fresh)}"
+    # a counter of its own (one shared with :mod:`.aggregates_sym` renames the
+    # symbols, and the store's check went from ``unsat`` in 14 s to ``unknown`` at
+    # 120 s: E-matching's answers depend on names); registered like that module's
+    name = f"{what}!{next(_fresh)}"
+    for names in agg.NAMES:
+        names.add(name)
+    return name
+
+
+#: the ``each`` being built, innermost last: its index and the writes its body made
+_EACH: list[tuple[z3.ArithRef, list[tuple[SymCells, tuple[object, ...], Any, Any]]]] = []
+
+
+def _symbols(exprs: list[Any], names: set[str]) -> list[z3.FuncDeclRef]:
+    """The uninterpreted symbols named in ``names`` that occur in ``exprs``."""
+    found: dict[str, z3.FuncDeclRef] = {}
+    seen: set[int] = set()
+    todo = list(exprs)
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_quantifier(e):
+            todo.append(e.body())
+        elif z3.is_app(e):
+            d = e.decl()
+            if d.kind() == z3.Z3_OP_UNINTERPRETED and d.name() in names:
+                found[d.name()] = d
+            todo.extend(e.children())
+    return list(found.values())
 
 
 class SymIndices(lg.Indices):
@@ -71,12 +110,79 @@ class SymIndices(lg.Indices):
         #: each body defined so far, as a function and as the body
         self.bodies: list[tuple[z3.FuncDeclRef, Callable[[Any], Any]]] = []
 
+    def _bound(self, q: z3.ArithRef, build: Callable[[], list[Any]]) -> Callable[[Any], Any]:
+        """Runs ``build`` with ``q`` an index bound by a quantifier, as the body of a
+        search or of an ``each`` is run. A search in the body depends on ``q``: each
+        symbol it makes (a witness, a body's function) becomes a function of ``q`` and
+        each fact it adds a universal over ``q`` (a witness for every index). Gives the
+        map that lifts a term of the body; ``build`` returns the terms whose symbols it
+        must see. ``broken`` ``nested``: they stay as they are (one witness, whose facts
+        name the bound index as a free constant)."""
+        names: set[str] = set()
+        start = len(self.facts)
+        agg.NAMES.append(names)
+        try:
+            terms = build()
+        finally:
+            agg.NAMES.pop()
+        made = self.facts[start:]
+        if self.broken == "nested" or not made:
+            return lambda e: e
+        del self.facts[start:]
+        subs = []
+        for d in _symbols([*made, *terms], names):
+            domain = [d.domain(i) for i in range(d.arity())]
+            lifted = z3.Function(f"{d.name()}@", z3.IntSort(), *domain, d.range())
+            subs.append((d, lifted(q, *(z3.Var(i, x) for i, x in enumerate(domain)))))
+
+        def lift(e: Any) -> Any:
+            return z3.substitute_funs(e, *subs)
+
+        self.facts += [z3.ForAll([q], lift(fact)) for fact in made]
+        return lift
+
     def _defined(self, body: Callable[[Sym], Sym], sort: z3.SortRef) -> z3.FuncDeclRef:
-        lift = lg.lift_bool if sort == z3.BoolSort() else lg.lift_int
-        f, fact = agg.defined(lambda i: lift(body(i)), sort)
-        self.facts.append(fact)
-        self.bodies.append((f, lambda i: lift(body(i))))
+        """A function of the index equal to the body everywhere: the aggregates'
+        patterns are on its applications."""
+        value = lg.lift_bool if sort == z3.BoolSort() else lg.lift_int
+        i = z3.Int(_name("i"))
+        term: list[Any] = []
+
+        def build() -> list[Any]:
+            term.append(value(body(i)))
+            return term
+
+        lift = self._bound(i, build)
+        f = z3.Function(_name("body"), z3.IntSort(), sort)
+        self.facts.append(z3.ForAll([i], f(i) == lift(term[0]), patterns=[f(i)]))
+        self.bodies.append((f, lambda j: value(body(j))))
         return f
+
+    def each(self, update: Callable[[Sym], None]) -> None:
+        """A write at every index: ``update`` runs once, at a bound index ``q``
+        (:meth:`_bound`), and its writes at ``q`` to arrays over records become lambdas
+        over ``q`` (:meth:`SymCells._write` keeps them until the body is done)."""
+        q = z3.Int(_name("each"))
+        writes: list[tuple[SymCells, tuple[object, ...], Any, Any]] = []
+        _EACH.append((q, writes))
+
+        def build() -> list[Any]:
+            update(q)
+            return [x for w in writes for x in w[2:]]
+
+        try:
+            lift = self._bound(q, build)
+        finally:
+            _EACH.pop()
+        for cells, where, value, guard in writes:
+            old = cells.values[where]
+            new = z3.Const(_name(str(where[0])), old.sort())
+            cells.facts.append(new == z3.Lambda([q], z3.If(lift(guard), lift(value), old[q])))
+            cells.values[where] = new
+
+    @property
+    def end(self) -> Sym:
+        return self.term
 
     def ground(self, size: int) -> list[z3.BoolRef]:
         """Each body's definition at each index below ``size``: instances of facts given
@@ -275,6 +381,12 @@ class SymCells(Cells):
         return z3.If(inside, array[lg.lift_int(index)], _zero(array.range()))
 
     def _write(self, where: tuple[object, ...], i: Sym, value: Sym, guard: Sym) -> None:
+        if _EACH and z3.is_expr(i) and i.eq(_EACH[-1][0]):
+            # a write at every index (:meth:`SymIndices.each`), made when the body is done
+            assert all((k.reads,) != where for k in self.kept.values()), "a kept count"
+            value = _lift(value, self.values[where].sort().range())
+            _EACH[-1][1].append((self, where, value, lg.lift_bool(guard)))
+            return
         before = self.copy()
         old = self.values[where]
         new = z3.Const(_name(str(where[0])), old.sort())
@@ -776,6 +888,27 @@ def store_machine(facts: list[z3.BoolRef], broken: str = "") -> tuple[SymStoreMa
     return m, n
 
 
+def store_twin(sym: SymStoreMachine, size: int) -> Machine:
+    """The bounded machine with ``size`` records whose store and per-key cells are
+    those of ``sym`` (each slot a view of its family at its record)."""
+    m = bounded_twin(sym, size, "chain")
+    for name in ("next", "expected-end", "diverge-at", "volatile-rank", "history"):
+        for k in range(sym.k):
+            m.op.values[(name, k)] = sym.op.cell(name, k)
+    for name in ("expected", "expected-version"):
+        for k in range(sym.k):
+            for q in range(size):
+                m.op.values[(name, k, q)] = sym.op.cell(name, k, q)
+    m.op.values[("marker",)] = sym.op["marker"]
+    families = {(f.kind, f.entry, f.epoch): f for f in sym.families}
+    for s in m.slots:
+        view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
+        for name, _ in _SLOT_FIELDS:
+            setattr(s, name, getattr(view, name))
+        s.reads, s.writes = view.reads, dict(view.writes)
+    return m
+
+
 def store_step(m: Machine, values: dict[str, Any]) -> list[Sym]:
     """A write to the store, an invalidation, then the searches (a lookup, the keys'
     ranks, whether an invalidation would void a slot, the order recorded at position
@@ -805,8 +938,9 @@ def store_step(m: Machine, values: dict[str, Any]) -> list[Sym]:
         found.time,
         *m.view_ranks(),
         m.voids_some(v["key"], v["position2"], None),
-        # the input recorded at each key's position 0 and at a symbolic position
-        *(x for k in range(m.k) for q in (0, v["position2"]) for x in m.recorded_order(k)(q)),
+        # the input recorded at each key's first position (:func:`scan_agree` has the
+        # recorded order at every position)
+        *(x for k in range(m.k) for x in m.recorded_order(k)(0)),
     ]
 
 
@@ -817,17 +951,8 @@ def store_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.Che
     sym, n = store_machine(facts, broken)
     assert isinstance(sym, SymStoreMachine)
     facts.append(n == size)
-    m = bounded_twin(sym, size, "chain")
-    for name in ("next", "expected-end", "diverge-at", "volatile-rank", "history"):
-        for k in range(sym.k):
-            m.op.values[(name, k)] = sym.op.cell(name, k)
-    m.op.values[("marker",)] = sym.op["marker"]
+    m = store_twin(sym, size)
     families = {(f.kind, f.entry, f.epoch): f for f in sym.families}
-    for s in m.slots:
-        view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
-        for name, _ in _SLOT_FIELDS:
-            setattr(s, name, getattr(view, name))
-        s.reads, s.writes = view.reads, dict(view.writes)
     ints = ("record", "record2", "position", "position2", "version", "key")
     values: dict[str, Any] = {name: z3.Int(_name(name)) for name in ints}
     values.update(
@@ -846,6 +971,40 @@ def store_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.Che
         view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
         same += [lg.eq(getattr(view, name), getattr(s, name)) for name, _ in _SLOT_FIELDS]
         same += [lg.eq(a, b) for a, b in zip(view.reads, s.reads, strict=True)]
+    facts += [lg.lift_bool(a) for a in sym.assumptions + m.assumptions]
+    assert isinstance(sym.records, SymIndices)
+    facts += sym.records.ground(size)
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, z3.Not(lg.lift_bool(lg.and_(*same))))
+    return solver.check()
+
+
+def scan_agree(size: int, broken: str = "", timeout_ms: int = 60_000) -> z3.CheckSatResult:
+    """``unsat`` when, with ``size`` records, the restore's scan of each key
+    (``Machine.expect_recorded``: its expected order, the order's end and its
+    divergence, from the store's recorded order) leaves the same cells on the symbolic
+    store as on the bounded one, from every store and state. The scan's searches
+    have searches in their bodies: its end is the first position without a recorded
+    input (a search over the store at each position), and it writes every position of
+    a key's row (``positions.each``) with what a search over the store finds there.
+    ``broken`` ``nested``: a search in a body has one witness for every index
+    (:meth:`SymIndices._bound`)."""
+    if broken not in ("", "nested"):
+        raise ValueError(f"unknown fault {broken!r}: nested")
+    facts: list[z3.BoolRef] = []
+    sym, n = store_machine(facts, broken)
+    facts.append(n == size)
+    m = store_twin(sym, size)
+    for k in range(sym.k):
+        included = z3.Bool(_name("included"))
+        sym.expect_recorded(k, included)
+        m.expect_recorded(k, included)
+    same = []
+    for k in range(sym.k):
+        same += [lg.eq(sym.op.cell(x, k), m.op.cell(x, k)) for x in ("expected-end", "diverge-at")]
+        for x in ("expected", "expected-version"):
+            same += [lg.eq(sym.op.cell(x, k, q), m.op.cell(x, k, q)) for q in range(size)]
     facts += [lg.lift_bool(a) for a in sym.assumptions + m.assumptions]
     assert isinstance(sym.records, SymIndices)
     facts += sym.records.ground(size)

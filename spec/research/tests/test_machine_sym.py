@@ -68,3 +68,21 @@ def test_a_broken_symbolic_store_does_not_agree(fault: str) -> None:
     # ``sat`` alone (4 to 30 s), or ``unknown`` when E-matching finds no model in time
     # (how long depends on what ran before): never ``unsat``
     assert ms.store_agree(1, fault, timeout_ms=15_000) != z3.unsat
+
+
+def test_the_restore_scan_agrees_with_the_bounded_one() -> None:
+    # searches with searches in their bodies: the scan's end (the first position
+    # without a recorded input) and its write to every position of a key's row
+    for size in (1, 2, 3):
+        assert ms.scan_agree(size, timeout_ms=120_000) == z3.unsat, size
+
+
+def test_a_search_in_a_body_needs_a_witness_for_every_index() -> None:
+    # with one witness for every position (its facts naming the bound index as a free
+    # constant), the scan's end is that of one position: ``sat``
+    assert ms.scan_agree(1, "nested", timeout_ms=30_000) == z3.sat
+
+
+def test_an_unknown_scan_fault_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown fault 'each'"):
+        ms.scan_agree(1, "each")
