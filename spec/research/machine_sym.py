@@ -37,8 +37,12 @@ position without a recorded input, a search over the store at each position, and
 writes every position of a key's row (``positions.each``) with what such a search finds
 there. What the inner search makes then depends on the bound index: its witnesses and
 functions become functions of it, its facts universals over it (one witness per
-index, as a Skolem function gives). :func:`scan_agree` compares the scan with the
-bounded machine's.
+index, as a Skolem function gives). And the scan searches the store twice at each
+position (for the end and for the row): two witnesses of one search are two symbols
+E-matching does not relate, so a search is made once and shared, as the bounded form
+shares it by hash-consing (:meth:`SymIndices.shared`). :func:`scan_agree` compares the
+scan with the bounded machine's; :func:`scan_step` proves, for every number of records,
+that it expects records of the key from its next position to the order's end.
 """
 
 from __future__ import annotations
@@ -109,6 +113,12 @@ class SymIndices(lg.Indices):
         self.broken = broken
         #: each body defined so far, as a function and as the body
         self.bodies: list[tuple[z3.FuncDeclRef, Callable[[Any], Any]]] = []
+        #: the indices bound now, innermost last (:meth:`_bound`)
+        self.binders: list[z3.ArithRef] = []
+        #: each symbol lifted so far, by name: the symbol and its function of the index
+        self.lifted: dict[str, tuple[z3.FuncDeclRef, z3.FuncDeclRef]] = {}
+        #: the searches made so far (:meth:`shared`)
+        self.searches: dict[tuple[int, ...], tuple[Any, list[Any], list[Any]]] = {}
 
     def _bound(self, q: z3.ArithRef, build: Callable[[], list[Any]]) -> Callable[[Any], Any]:
         """Runs ``build`` with ``q`` an index bound by a quantifier, as the body of a
@@ -121,10 +131,12 @@ class SymIndices(lg.Indices):
         names: set[str] = set()
         start = len(self.facts)
         agg.NAMES.append(names)
+        self.binders.append(q)
         try:
             terms = build()
         finally:
             agg.NAMES.pop()
+            self.binders.pop()
         made = self.facts[start:]
         if self.broken == "nested" or not made:
             return lambda e: e
@@ -134,12 +146,45 @@ class SymIndices(lg.Indices):
             domain = [d.domain(i) for i in range(d.arity())]
             lifted = z3.Function(f"{d.name()}@", z3.IntSort(), *domain, d.range())
             subs.append((d, lifted(q, *(z3.Var(i, x) for i, x in enumerate(domain)))))
+            self.lifted[d.name()] = (d, lifted)
 
         def lift(e: Any) -> Any:
             return z3.substitute_funs(e, *subs)
 
         self.facts += [z3.ForAll([q], lift(fact)) for fact in made]
         return lift
+
+    def shared(self, key: list[Any], make: Callable[[], list[Any]]) -> list[Any]:
+        """The terms of a search that ``make`` makes, made once: ``key`` says what is
+        searched (terms of the body, the index bound now written as one constant). The
+        same search again under another bound index (a body that searches at each
+        position, run for two searches over positions) reuses the first one's
+        witnesses, as functions of this index: two witnesses of one search are two
+        symbols E-matching does not relate (the bounded form shares the search by
+        hash-consing). ``broken`` ``unshared``: each search is made anew."""
+        q = self.binders[-1] if self.binders else None
+        canonical = [_term(k) if q is None else z3.substitute(_term(k), (q, _BOUND)) for k in key]
+        ident = tuple(k.get_id() for k in canonical)
+        if self.broken == "unshared" or ident not in self.searches:
+            terms = make()
+            # the key's terms are kept: an identifier is the term's while it lives
+            self.searches[ident] = (q, terms, canonical)
+            return terms
+        first, terms, _ = self.searches[ident]
+        if first is None or q is None or first.eq(q):
+            return terms
+        symbols = _symbols([_term(t) for t in terms], set(self.lifted))
+        if _symbols([_term(t) for t in terms], agg.NAMES[-1] if agg.NAMES else set()):
+            return make()  # the first search's bound index is still open
+        subs = []
+        for d in symbols:
+            _, lifted = self.lifted[d.name()]
+            domain = [d.domain(i) for i in range(d.arity())]
+            subs.append((d, lifted(q, *(z3.Var(i, x) for i, x in enumerate(domain)))))
+        return [
+            z3.substitute(z3.substitute_funs(_term(t), *subs), (first, q)) if z3.is_expr(t) else t
+            for t in terms
+        ]
 
     def _defined(self, body: Callable[[Sym], Sym], sort: z3.SortRef) -> z3.FuncDeclRef:
         """A function of the index equal to the body everywhere: the aggregates'
@@ -408,6 +453,20 @@ class SymCells(Cells):
             return
         for a in range(self.shape[name][0]):
             self._write((name, a), j, value, lg.and_(guard, lg.eq(i, a)))
+
+
+#: the index bound now and a slot's record, as :meth:`SymIndices.shared` writes them in
+#: a search's key
+_BOUND, _RECORD = z3.Int("bound index"), z3.Int("slot record")
+
+
+def _term(x: Sym) -> Any:
+    """``x`` as a Z3 term."""
+    if z3.is_expr(x):
+        return x
+    if isinstance(x, tuple):  # a concrete term
+        return lg.lift_term(x)
+    return z3.BoolVal(x) if isinstance(x, bool) else z3.IntVal(x)
 
 
 def _zero(sort: z3.SortRef) -> Any:
@@ -818,7 +877,23 @@ class SymSlots(Slots):
         self, body: Callable[[Slot], tuple[Sym, tuple[Sym, ...]]], default: tuple[Sym, ...]
     ) -> tuple[Sym, tuple[Sym, ...]]:
         """Per family, the last record where the body's condition holds (a witness); then
-        the last of those in the bounded order."""
+        the last of those in the bounded order. Made once for each search
+        (:meth:`SymIndices.shared`)."""
+        key: list[Any] = list(default)
+        for f in self.families:
+            cond, values = body(f.slot(self.m, _RECORD))
+            key += [cond, *values]
+
+        def make() -> list[Any]:
+            found, out = self._latest(body, default)
+            return [found, *out]
+
+        terms = self._records().shared(key, make)
+        return terms[0], tuple(terms[1:])
+
+    def _latest(
+        self, body: Callable[[Slot], tuple[Sym, tuple[Sym, ...]]], default: tuple[Sym, ...]
+    ) -> tuple[Sym, tuple[Sym, ...]]:
         records = self._records()
         found: Sym = False
         at: Sym = -1
@@ -1011,4 +1086,37 @@ def scan_agree(size: int, broken: str = "", timeout_ms: int = 60_000) -> z3.Chec
     solver = z3.Solver()
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, z3.Not(lg.lift_bool(lg.and_(*same))))
+    return solver.check()
+
+
+def scan_step(broken: str = "", timeout_ms: int = 30_000) -> z3.CheckSatResult:
+    """``unsat`` when, for every number of records, the restore's scan of each key
+    leaves in its expected order, at each position from its next one to the order's
+    end, a record of that key (a record of the store's: below their number), from
+    every store and state. ``broken``: ``end`` (the goal asked at the end as well,
+    where no record is expected), ``unshared`` (the store searched anew for the end
+    and for the row, :meth:`SymIndices.shared`); the check should then not be
+    ``unsat``."""
+    if broken not in ("", "end", "unshared"):
+        raise ValueError(f"unknown fault {broken!r}: end or unshared")
+    facts: list[z3.BoolRef] = []
+    sym, n = store_machine(facts, broken if broken == "unshared" else "")
+    before = sym.op.copy()
+    key_of = sym.shape.key.function  # type: ignore[attr-defined]
+    goals = []
+    for k in range(sym.k):
+        included = z3.Bool(_name("included"))
+        sym.expect_recorded(k, included)
+        q = z3.Int(_name("q"))
+        start = lg.lift_int(before.cell("next", k))
+        end = lg.lift_int(sym.op.cell("expected-end", k))
+        expected = sym.op.values[("expected", k)][q]
+        upto = q <= end if broken == "end" else q < end
+        inside = z3.And(start <= q, upto, agg._below(q, n))
+        holds = z3.And(agg._below(expected, n), key_of(expected) == k)
+        goals.append(z3.Implies(included, z3.ForAll([q], z3.Implies(inside, holds))))
+    facts += [lg.lift_bool(a) for a in sym.assumptions]
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, z3.Not(z3.And(*goals)))
     return solver.check()

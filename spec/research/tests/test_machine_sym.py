@@ -86,3 +86,16 @@ def test_a_search_in_a_body_needs_a_witness_for_every_index() -> None:
 def test_an_unknown_scan_fault_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown fault 'each'"):
         ms.scan_agree(1, "each")
+    with pytest.raises(ValueError, match="unknown fault 'late'"):
+        ms.scan_step("late")
+
+
+def test_the_restore_scan_keeps_its_invariant_for_every_number_of_records() -> None:
+    assert ms.scan_step(timeout_ms=60_000) == z3.unsat
+
+
+@pytest.mark.parametrize("fault", ["end", "unshared"])
+def test_a_broken_scan_or_an_unshared_search_is_not_proved(fault: str) -> None:
+    # ``unshared``: the end's search and the row's, made apart, are two witnesses of
+    # one search, which E-matching does not relate (``unknown``)
+    assert ms.scan_step(fault, timeout_ms=10_000) != z3.unsat
