@@ -55,12 +55,16 @@ import attrs
 import z3
 from attrs import frozen
 
+from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import ORDERED, Contract
 from replay_contract.spec import logic as lg
+from replay_contract.spec.agentterms import Plan
 from replay_contract.spec.bound import Bound
 from replay_contract.spec.cells import Cells
 from replay_contract.spec.encoding import ADVANCE, Machine, Shape, Slot, Slots, symbolic_env
+from replay_contract.spec.everybound.parametric_ordered_refine import applications
 from replay_contract.spec.logic import Sym
+from replay_contract.spec.monitors import Monitors
 from replay_contract.spec.research import aggregates_sym as agg
 
 _fresh = itertools.count()
@@ -82,21 +86,7 @@ _EACH: list[tuple[z3.ArithRef, list[tuple[SymCells, tuple[object, ...], Any, Any
 
 def _symbols(exprs: list[Any], names: set[str]) -> list[z3.FuncDeclRef]:
     """The uninterpreted symbols named in ``names`` that occur in ``exprs``."""
-    found: dict[str, z3.FuncDeclRef] = {}
-    seen: set[int] = set()
-    todo = list(exprs)
-    while todo:
-        e = todo.pop()
-        if e.get_id() in seen:
-            continue
-        seen.add(e.get_id())
-        if z3.is_quantifier(e):
-            todo.append(e.body())
-        elif z3.is_app(e):
-            d = e.decl()
-            if d.kind() == z3.Z3_OP_UNINTERPRETED and d.name() in names:
-                found[d.name()] = d
-            todo.extend(e.children())
+    found = {a.decl().name(): a.decl() for a in applications(exprs, names)}
     return list(found.values())
 
 
@@ -1046,11 +1036,19 @@ def store_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.Che
         view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
         same += [lg.eq(getattr(view, name), getattr(s, name)) for name, _ in _SLOT_FIELDS]
         same += [lg.eq(a, b) for a, b in zip(view.reads, s.reads, strict=True)]
+    return _agree(sym, m, size, facts, same, timeout_ms)
+
+
+def _agree(
+    sym: SymMachine, m: Machine, size: int, facts: list[z3.BoolRef], same: list[Sym], ms: int
+) -> z3.CheckSatResult:
+    """Whether some state with ``size`` records makes the two machines differ on
+    ``same`` (with each body's definition at each index below ``size``)."""
     facts += [lg.lift_bool(a) for a in sym.assumptions + m.assumptions]
     assert isinstance(sym.records, SymIndices)
     facts += sym.records.ground(size)
     solver = z3.Solver()
-    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.set("mbqi", False, "timeout", ms)
     solver.add(*facts, z3.Not(lg.lift_bool(lg.and_(*same))))
     return solver.check()
 
@@ -1080,13 +1078,7 @@ def scan_agree(size: int, broken: str = "", timeout_ms: int = 60_000) -> z3.Chec
         same += [lg.eq(sym.op.cell(x, k), m.op.cell(x, k)) for x in ("expected-end", "diverge-at")]
         for x in ("expected", "expected-version"):
             same += [lg.eq(sym.op.cell(x, k, q), m.op.cell(x, k, q)) for q in range(size)]
-    facts += [lg.lift_bool(a) for a in sym.assumptions + m.assumptions]
-    assert isinstance(sym.records, SymIndices)
-    facts += sym.records.ground(size)
-    solver = z3.Solver()
-    solver.set("mbqi", False, "timeout", timeout_ms)
-    solver.add(*facts, z3.Not(lg.lift_bool(lg.and_(*same))))
-    return solver.check()
+    return _agree(sym, m, size, facts, same, timeout_ms)
 
 
 def scan_step(broken: str = "", timeout_ms: int = 30_000) -> z3.CheckSatResult:
@@ -1119,4 +1111,55 @@ def scan_step(broken: str = "", timeout_ms: int = 30_000) -> z3.CheckSatResult:
     solver = z3.Solver()
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, z3.Not(z3.And(*goals)))
+    return solver.check()
+
+
+# -- the monitors over a symbolic number of records --------------------------------------
+
+#: the monitors' arrays over records that their restore reads (the operator's state and
+#: the checkpoint's) and writes (the world's), with the sort of their cells
+_MONITORED_OP = (("accepted", z3.BoolSort()), ("accepted-version", z3.IntSort()))
+_MONITORED_WORLD = (("outstanding", z3.BoolSort()), ("outstanding-version", z3.IntSort()))
+
+
+def monitors_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.CheckSatResult:
+    """``unsat`` when, with ``size`` records, the monitors' restore (each input accepted
+    since the checkpoint is outstanding, ``records.each``) leaves the same outstanding
+    inputs over a symbolic number of records as over the bounded ones, from every
+    state. ``broken`` ``unwritten``: the bounded monitors miss the restore, so the check
+    must fail."""
+    if broken not in ("", "unwritten"):
+        raise ValueError(f"unknown fault {broken!r}: unwritten")
+    facts: list[z3.BoolRef] = []
+    n = z3.Int(_name("n"))
+    plan = Plan.of(AGENTS["stateful"])
+    op, world, saved = SymCells(n, facts), SymCells(n, facts), SymCells(n, facts)
+    sym = Monitors(plan, 0, 2, "history", op, world)
+    sym.records = SymIndices(n, facts)
+    for cells, fields in ((op, _MONITORED_OP), (saved, _MONITORED_OP), (world, _MONITORED_WORLD)):
+        for name, sort in fields:
+            cells.records(name, sort)
+    bop, bworld, bsaved = Cells(), Cells(), Cells()
+    bounded = Monitors(plan, size, 2, "history", bop, bworld)
+    bsaved.array("accepted", size, False)
+    copied: list[tuple[Cells, SymCells, str]] = [
+        *((bop, op, name) for name, _ in _MONITORED_OP),
+        (bsaved, saved, "accepted"),
+        *((bworld, world, name) for name, _ in _MONITORED_WORLD),
+    ]
+    for into, of, name in copied:
+        for r in range(size):
+            into.values[(name, r)] = of.cell(name, r)
+    happens = z3.Bool(_name("happens"))
+    sym.restore(happens, saved)
+    if broken != "unwritten":
+        bounded.restore(happens, bsaved)
+    same = [
+        lg.eq(world.cell(name, r), bworld.cell(name, r))
+        for name, _ in _MONITORED_WORLD
+        for r in range(size)
+    ]
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, n == size, z3.Not(lg.lift_bool(lg.and_(*same))))
     return solver.check()

@@ -99,3 +99,14 @@ def test_a_broken_scan_or_an_unshared_search_is_not_proved(fault: str) -> None:
     # ``unshared``: the end's search and the row's, made apart, are two witnesses of
     # one search, which E-matching does not relate (``unknown``)
     assert ms.scan_step(fault, timeout_ms=10_000) != z3.unsat
+
+
+def test_the_monitors_restore_agrees_with_the_bounded_one() -> None:
+    for size in (1, 2, 4, 8):
+        assert ms.monitors_agree(size) == z3.unsat, size
+
+
+def test_monitors_that_miss_the_restore_do_not_agree() -> None:
+    assert ms.monitors_agree(2, "unwritten") == z3.sat
+    with pytest.raises(ValueError, match="unknown fault 'late'"):
+        ms.monitors_agree(1, "late")
