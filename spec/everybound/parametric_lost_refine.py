@@ -99,8 +99,10 @@ def recorded_order(m: enc.Machine, k: int) -> list[int]:
     out = codes(m.saved.cell("history", k))
     recorded = m.recorded_order(k)
     q = len(out)
-    while q < m.n and recorded(q)[0]:
-        _, record, version = recorded(q)
+    while q < m.n:
+        has, record, version = recorded(q)
+        if not has:
+            break
         out.append(code(record, version))
         q += 1
     return out
