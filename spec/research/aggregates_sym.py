@@ -15,7 +15,6 @@ list: the check that the symbolic form means what the bounded one computes.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 
 import z3
 
@@ -121,13 +120,3 @@ def agree(size: int, which: str, timeout_ms: int = 10_000) -> z3.CheckSatResult:
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, differs)
     return solver.check()
-
-
-def defined(
-    body: Callable[[z3.ArithRef], z3.ExprRef], sort: z3.SortRef
-) -> tuple[z3.FuncDeclRef, z3.BoolRef]:
-    """A function of the index equal to ``body`` everywhere, and its defining fact (the
-    aggregates above take functions: their patterns are on the function's applications)."""
-    f = z3.Function(_name("body"), z3.IntSort(), sort)
-    i = z3.Int(_name("i"))
-    return f, z3.ForAll([i], f(i) == body(i), patterns=[f(i)])

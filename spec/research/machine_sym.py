@@ -80,6 +80,12 @@ def _name(what: str) -> str:
     return name
 
 
+def _applied(d: z3.FuncDeclRef, lifted: z3.FuncDeclRef, q: z3.ArithRef) -> tuple[Any, Any]:
+    """The substitution of symbol ``d`` by its function ``lifted`` of index ``q``."""
+    domain = [d.domain(i) for i in range(d.arity())]
+    return d, lifted(q, *(z3.Var(i, x) for i, x in enumerate(domain)))
+
+
 #: the ``each`` being built, innermost last: its index and the writes its body made
 _EACH: list[tuple[z3.ArithRef, list[tuple[SymCells, tuple[object, ...], Any, Any]]]] = []
 
@@ -105,8 +111,8 @@ class SymIndices(lg.Indices):
         self.bodies: list[tuple[z3.FuncDeclRef, Callable[[Any], Any]]] = []
         #: the indices bound now, innermost last (:meth:`_bound`)
         self.binders: list[z3.ArithRef] = []
-        #: each symbol lifted so far, by name: the symbol and its function of the index
-        self.lifted: dict[str, tuple[z3.FuncDeclRef, z3.FuncDeclRef]] = {}
+        #: each symbol lifted so far, by name: its function of the bound index
+        self.lifted: dict[str, z3.FuncDeclRef] = {}
         #: the searches made so far (:meth:`shared`)
         self.searches: dict[tuple[int, ...], tuple[Any, list[Any], list[Any]]] = {}
 
@@ -135,8 +141,8 @@ class SymIndices(lg.Indices):
         for d in _symbols([*made, *terms], names):
             domain = [d.domain(i) for i in range(d.arity())]
             lifted = z3.Function(f"{d.name()}@", z3.IntSort(), *domain, d.range())
-            subs.append((d, lifted(q, *(z3.Var(i, x) for i, x in enumerate(domain)))))
-            self.lifted[d.name()] = (d, lifted)
+            self.lifted[d.name()] = lifted
+            subs.append(_applied(d, lifted, q))
 
         def lift(e: Any) -> Any:
             return z3.substitute_funs(e, *subs)
@@ -163,14 +169,10 @@ class SymIndices(lg.Indices):
         first, terms, _ = self.searches[ident]
         if first is None or q is None or first.eq(q):
             return terms
-        symbols = _symbols([_term(t) for t in terms], set(self.lifted))
-        if _symbols([_term(t) for t in terms], agg.NAMES[-1] if agg.NAMES else set()):
+        exprs = [_term(t) for t in terms]
+        if _symbols(exprs, agg.NAMES[-1] if agg.NAMES else set()):
             return make()  # the first search's bound index is still open
-        subs = []
-        for d in symbols:
-            _, lifted = self.lifted[d.name()]
-            domain = [d.domain(i) for i in range(d.arity())]
-            subs.append((d, lifted(q, *(z3.Var(i, x) for i, x in enumerate(domain)))))
+        subs = [_applied(d, self.lifted[d.name()], q) for d in _symbols(exprs, set(self.lifted))]
         return [
             z3.substitute(z3.substitute_funs(_term(t), *subs), (first, q)) if z3.is_expr(t) else t
             for t in terms
