@@ -315,6 +315,7 @@ class Machine:
         "f",
         "starts",
         "shape",
+        "records",
         "slots",
         "marks",
         "time",

@@ -599,10 +599,47 @@ def counted(m: enc.Machine, view: Cells, key: int) -> Sym:
     return lg.eq(view.cell("next", key), lg.count(accepted))
 
 
-def accepted_below_offset(m: enc.Machine, view: Cells, record: int) -> Sym:
+def accepted_below_offset(m: enc.Machine, view: Cells, record: Sym) -> Sym:
     """An accepted input lies below its channel's offset in ``view``."""
     offset = view.at("offset", m.shape.channel[record])
     return lg.implies(view.cell("accepted", record), lg.lt(record, offset))
+
+
+def delivered(m: enc.Machine, name: str, view: Cells, guard: Sym) -> Callable[[Sym], list[Fact]]:
+    """The facts of :func:`_delivery_facts` about one record in ``view`` (named
+    ``name``; ``guard``: whether the view is live): it is accepted (or waits) exactly
+    when it was delivered, which is when it lies below its channel's offset, unless the
+    channel lost it."""
+    shape, world = m.shape, m.world
+
+    def at(r: Sym) -> list[Fact]:
+        offset = view.at("offset", shape.channel[r])
+        lost = lg.and_(lg.eq(shape.mode[r], 1), lg.lt(r, world.at("high", shape.channel[r])))
+        out = [(f"accepted below offset {name}", accepted_below_offset(m, view, r))]
+        taken = view.cell("accepted", r)
+        if m.contract.wait:  # delivered: accepted or waiting, not both
+            waiting = view.cell("waiting", r)
+            out += [
+                (f"waiting below offset {name}", lg.implies(waiting, lg.lt(r, offset))),
+                (
+                    f"waiting not accepted {name}",
+                    lg.implies(guard, lg.not_(lg.and_(taken, waiting))),
+                ),
+            ]
+            taken = lg.or_(taken, waiting)
+        return [
+            *out,
+            (
+                f"accepted = delivered {name}",
+                lg.implies(guard, lg.eq(taken, view.cell("delivered", r))),
+            ),
+            (
+                f"below offset accepted {name}",
+                lg.implies(lg.and_(guard, lg.lt(r, offset), lg.not_(lost)), taken),
+            ),
+        ]
+
+    return at
 
 
 def _delivery_facts(
@@ -611,31 +648,12 @@ def _delivery_facts(
     """Each key's position counts its accepted inputs, and an input is accepted (or
     waits) in a view exactly when it was delivered there, which is when it lies below
     its channel's offset, unless the channel lost it. No rule of reuse enters them."""
-    world, shape, keys, n = m.world, m.shape, m.k, m.n
+    world, keys, n = m.world, m.k, m.n
     for name, view, guard in views:
         for k in range(keys):
             add(f"count {name} {k}", lg.implies(guard, counted(m, view, k)))
-        for r in range(n):
-            offset = view.at("offset", shape.channel[r])
-            lost = lg.and_(lg.eq(shape.mode[r], 1), lg.lt(r, world.at("high", shape.channel[r])))
-            add(f"accepted below offset {name} {r}", accepted_below_offset(m, view, r))
-            taken = view.cell("accepted", r)
-            if m.contract.wait:  # delivered: accepted or waiting, not both
-                waiting = view.cell("waiting", r)
-                add(f"waiting below offset {name} {r}", lg.implies(waiting, lg.lt(r, offset)))
-                add(
-                    f"waiting not accepted {name} {r}",
-                    lg.implies(guard, lg.not_(lg.and_(taken, waiting))),
-                )
-                taken = lg.or_(taken, waiting)
-            add(
-                f"accepted = delivered {name} {r}",
-                lg.implies(guard, lg.eq(taken, view.cell("delivered", r))),
-            )
-            add(
-                f"below offset accepted {name} {r}",
-                lg.implies(lg.and_(guard, lg.lt(r, offset), lg.not_(lost)), taken),
-            )
+        for label, fact in m.records.every(delivered(m, name, view, guard)):
+            add(label, fact)
         for c in range(m.c):
             add(
                 f"offset {name} {c}",
@@ -870,6 +888,61 @@ def _reuse_facts(
             )
 
 
+def waiting(
+    m: enc.Machine, name: str, view: Cells, guard: Sym, epoch: int, now: Sym
+) -> Callable[[Sym], list[Fact]]:
+    """The facts of :func:`_waiting_facts` about one record waiting in ``view``: its
+    key has a rank, it waits since a tick before ``now``, and nothing waits in the
+    first epoch."""
+    keys = m.k
+
+    def at(r: Sym) -> list[Fact]:
+        rank = lg.select(m.shape.key[r], [view.cell("inserted", k) for k in range(keys)], 0)
+        since = view.cell("waiting-since", r)
+        out = [
+            (
+                f"waiting key inserted {name}",
+                lg.implies(lg.and_(guard, view.cell("waiting", r)), lg.lt(rank, enc.ABSENT)),
+            ),
+            (
+                f"waiting since {name}",
+                lg.implies(view.cell("waiting", r), lg.and_(lg.le(0, since), lg.lt(since, now))),
+            ),
+        ]
+        if epoch == 0:
+            out.append((f"first epoch waits for nothing {name}", lg.not_(view.cell("waiting", r))))
+        return out
+
+    return at
+
+
+def loop_reaches(m: enc.Machine) -> Callable[[Sym], list[Fact]]:
+    """The fact of :func:`_waiting_facts` about one record waiting at the end of the
+    advance loop: the loop still reaches its key (the loop's key, or one later in its
+    order)."""
+    w = m.world
+    ending = lg.and_(lg.eq(w["phase"], enc.ADVANCE), lg.eq(w["after"], enc.AFTER_END))
+    arg, key = w["after-arg"], w["key"]
+
+    def at(r: Sym) -> list[Fact]:
+        kr = m.shape.key[r]
+        later = lg.or_(
+            lg.eq(kr, key),
+            *(
+                lg.and_(lg.le(arg, j), w.cell("order-in", j), lg.eq(w.cell("order", j), kr))
+                for j in range(m.k)
+            ),
+        )
+        return [
+            (
+                "end loop reaches waiting",
+                lg.implies(lg.and_(ending, m.op.cell("waiting", r)), later),
+            )
+        ]
+
+    return at
+
+
 def _waiting_facts(
     m: enc.Machine,
     ghosts: Ghosts,
@@ -882,7 +955,7 @@ def _waiting_facts(
     without a gap from its position to the ghost ``end`` (every valid entry at or after
     the position lies before it); the live expected order is that recorded order; the
     waiting inputs, the keys' ranks and the advance loop are well formed."""
-    op, saved, w, shape = m.op, m.saved, m.world, m.shape
+    op, saved, w = m.op, m.saved, m.world
     up = w["up"]
     n, keys = m.n, m.k
     end, g = ghosts.end, ghosts.order
@@ -987,19 +1060,8 @@ def _waiting_facts(
             add(f"no volatile rank {name} {k}", lg.eq(view.cell("volatile-rank", k), enc.ABSENT))
             if epoch == 0:
                 add(f"first epoch expects nothing {name} {k}", lg.and_(lg.eq(ee, 0), lg.eq(da, -1)))
-        for r in range(n):
-            rank = lg.select(shape.key[r], [view.cell("inserted", k) for k in range(keys)], 0)
-            add(
-                f"waiting key inserted {name} {r}",
-                lg.implies(lg.and_(guard, view.cell("waiting", r)), lg.lt(rank, enc.ABSENT)),
-            )
-            since = view.cell("waiting-since", r)
-            add(
-                f"waiting since {name} {r}",
-                lg.implies(view.cell("waiting", r), lg.and_(lg.le(0, since), lg.lt(since, now))),
-            )
-            if epoch == 0:
-                add(f"first epoch waits for nothing {name} {r}", lg.not_(view.cell("waiting", r)))
+        for label, fact in m.records.every(waiting(m, name, view, guard, epoch, now)):
+            add(label, fact)
     for k in range(keys):
         nxt, ee, da = op.cell("next", k), op.cell("expected-end", k), op.cell("diverge-at", k)
         add(f"expected before end {k}", lg.implies(up, lg.le(ee, end[k])))
@@ -1094,19 +1156,8 @@ def _waiting_facts(
             f"order without gap {j}",
             lg.implies(lg.and_(ending, w.cell("order-in", j + 1)), w.cell("order-in", j)),
         )
-    for r in range(n):
-        kr = shape.key[r]
-        later = lg.or_(
-            lg.eq(kr, key),
-            *(
-                lg.and_(lg.le(arg, j), w.cell("order-in", j), lg.eq(w.cell("order", j), kr))
-                for j in range(keys)
-            ),
-        )
-        add(
-            f"end loop reaches waiting {r}",
-            lg.implies(lg.and_(ending, op.cell("waiting", r)), later),
-        )
+    for label, fact in m.records.every(loop_reaches(m)):
+        add(label, fact)
 
 
 def _basic(m: enc.Machine, epoch: int) -> list[Sym]:

@@ -351,3 +351,9 @@ class Indices:
         """A write at every index (``update`` writes at one)."""
         for i in range(self.size):
             update(i)
+
+    def every(self, body: Callable[[Sym], list[tuple[str, Sym]]]) -> list[tuple[str, Sym]]:
+        """The named facts the body states at one index, stated at every index: here
+        one fact per index, its name the body's followed by the index (a form with a
+        symbolic number of indices states each as one universal)."""
+        return [(f"{name} {i}", fact) for i in range(self.size) for name, fact in body(i)]
