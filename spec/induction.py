@@ -916,6 +916,78 @@ def waiting(
     return at
 
 
+def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
+    """The facts of a waiting contract about the advance loop in ``epoch``: its sequel,
+    its argument and the order of the keys it goes through are well formed, and at the
+    end of input it still reaches every waiting input's key."""
+    w, op, keys = m.world, m.op, m.k
+    facts: list[Fact] = []
+
+    def add(name: str, fact: Sym) -> None:
+        facts.append((name, fact))
+
+    advancing = lg.eq(w["phase"], enc.ADVANCE)
+    after, arg, key = w["after"], w["after-arg"], w["key"]
+    add(
+        "loop's sequel",
+        lg.implies(advancing, lg.and_(lg.le(0, after), lg.le(after, enc.AFTER_END))),
+    )
+    add(
+        "loop's input",
+        lg.implies(
+            lg.and_(advancing, lg.eq(after, enc.AFTER_ARRIVAL)),
+            lg.and_(lg.le(0, arg), lg.lt(arg, m.records.end)),
+        ),
+    )
+    add(
+        "loop's place",
+        lg.implies(
+            lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL)),
+            lg.and_(lg.le(1, arg), lg.le(arg, keys)),
+        ),
+    )
+    for j in range(keys):
+        add(
+            f"order's key {j}",
+            lg.and_(lg.le(0, w.cell("order", j)), lg.lt(w.cell("order", j), keys)),
+        )
+    if epoch == 0:
+        add("first epoch loops only at the end", lg.implies(advancing, lg.eq(after, enc.AFTER_END)))
+    ending = lg.and_(advancing, lg.eq(after, enc.AFTER_END))
+    cut = w["cut"]
+    add(
+        "cut pending",
+        lg.implies(
+            lg.le(0, cut),
+            lg.and_(
+                lg.ne(after, enc.AFTER_END),
+                lg.lt(w["crashes"], m.f),
+                lg.le(0, w["effects"]),
+                lg.lt(w["effects"], cut),
+            ),
+        ),
+    )
+    add(
+        "end loop's key expects nothing",
+        lg.implies(ending, lg.le(op.at("expected-end", key), op.at("next", key))),
+    )
+    for j in range(1, keys + 1):
+        add(
+            f"loop's key is in order {j}",
+            lg.implies(
+                lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL), lg.eq(arg, j)),
+                lg.and_(w.cell("order-in", j - 1), lg.eq(w.cell("order", j - 1), key)),
+            ),
+        )
+    for j in range(keys - 1):
+        add(
+            f"order without gap {j}",
+            lg.implies(lg.and_(ending, w.cell("order-in", j + 1)), w.cell("order-in", j)),
+        )
+    facts += m.records.every(loop_reaches(m))
+    return facts
+
+
 def loop_reaches(m: enc.Machine) -> Callable[[Sym], list[Fact]]:
     """The fact of :func:`_waiting_facts` about one record waiting at the end of the
     advance loop: the loop still reaches its key (the loop's key, or one later in its
@@ -1097,67 +1169,8 @@ def _waiting_facts(
     for x in entries:
         label = f"slot {x.index}" if isinstance(x, enc.Slot) else "mark"
         add(f"tick's key {label}", lg.implies(x.present, lg.eq(ghosts.tick_key(x.time), x.key)))
-    # the advance loop
-    advancing = lg.eq(w["phase"], enc.ADVANCE)
-    after, arg, key = w["after"], w["after-arg"], w["key"]
-    add(
-        "loop's sequel",
-        lg.implies(advancing, lg.and_(lg.le(0, after), lg.le(after, enc.AFTER_END))),
-    )
-    add(
-        "loop's input",
-        lg.implies(
-            lg.and_(advancing, lg.eq(after, enc.AFTER_ARRIVAL)),
-            lg.and_(lg.le(0, arg), lg.lt(arg, n)),
-        ),
-    )
-    add(
-        "loop's place",
-        lg.implies(
-            lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL)),
-            lg.and_(lg.le(1, arg), lg.le(arg, keys)),
-        ),
-    )
-    for j in range(keys):
-        add(
-            f"order's key {j}",
-            lg.and_(lg.le(0, w.cell("order", j)), lg.lt(w.cell("order", j), keys)),
-        )
-    if epoch == 0:
-        add("first epoch loops only at the end", lg.implies(advancing, lg.eq(after, enc.AFTER_END)))
-    ending = lg.and_(advancing, lg.eq(after, enc.AFTER_END))
-    cut = w["cut"]
-    add(
-        "cut pending",
-        lg.implies(
-            lg.le(0, cut),
-            lg.and_(
-                lg.ne(after, enc.AFTER_END),
-                lg.lt(w["crashes"], m.f),
-                lg.le(0, w["effects"]),
-                lg.lt(w["effects"], cut),
-            ),
-        ),
-    )
-    add(
-        "end loop's key expects nothing",
-        lg.implies(ending, lg.le(op.at("expected-end", key), op.at("next", key))),
-    )
-    for j in range(1, keys + 1):
-        add(
-            f"loop's key is in order {j}",
-            lg.implies(
-                lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL), lg.eq(arg, j)),
-                lg.and_(w.cell("order-in", j - 1), lg.eq(w.cell("order", j - 1), key)),
-            ),
-        )
-    for j in range(keys - 1):
-        add(
-            f"order without gap {j}",
-            lg.implies(lg.and_(ending, w.cell("order-in", j + 1)), w.cell("order-in", j)),
-        )
-    for label, fact in m.records.every(loop_reaches(m)):
-        add(label, fact)
+    for name, fact in loop_facts(m, epoch):
+        add(name, fact)
 
 
 def _basic(m: enc.Machine, epoch: int) -> list[Sym]:
