@@ -57,11 +57,12 @@ from attrs import frozen
 
 from replay_contract.model.bounded import AGENTS
 from replay_contract.model.contracts import ORDERED, Contract
+from replay_contract.spec import induction as ind
 from replay_contract.spec import logic as lg
 from replay_contract.spec.agentterms import Plan
 from replay_contract.spec.bound import Bound
 from replay_contract.spec.cells import Cells
-from replay_contract.spec.encoding import ADVANCE, Machine, Shape, Slot, Slots, symbolic_env
+from replay_contract.spec.encoding import ABSENT, ADVANCE, Machine, Shape, Slot, Slots, symbolic_env
 from replay_contract.spec.everybound.parametric_ordered_refine import applications
 from replay_contract.spec.logic import Sym
 from replay_contract.spec.monitors import Monitors
@@ -220,6 +221,26 @@ class SymIndices(lg.Indices):
     @property
     def end(self) -> Sym:
         return self.term
+
+    def every(self, body: Callable[[Sym], list[tuple[str, Sym]]]) -> list[tuple[str, Sym]]:
+        """Each fact the body states at one index, as one universal over the indices
+        (named after the body's, with ``every`` for the index): the body runs once, at
+        a bound index (:meth:`_bound`)."""
+        q = z3.Int(_name("every"))
+        made: list[tuple[str, Sym]] = []
+
+        def build() -> list[Any]:
+            made.extend(body(q))
+            return [lg.lift_bool(fact) for _, fact in made]
+
+        lift = self._bound(q, build)
+        return [
+            (
+                f"{name} every",
+                z3.ForAll([q], z3.Implies(agg._below(q, self.term), lift(lg.lift_bool(fact)))),
+            )
+            for name, fact in made
+        ]
 
     def ground(self, size: int) -> list[z3.BoolRef]:
         """Each body's definition at each index below ``size``: instances of facts given
@@ -604,14 +625,22 @@ def invariant(m: SymMachine, n: z3.ArithRef) -> list[z3.BoolRef]:
     ]
 
 
-def step(m: Machine, kind: str, broken: str = "") -> Sym:
+def step(m: Machine, kind: str, broken: str = "", around: bool = False) -> Sym:
     """The machine's step of ``kind``, as :func:`waiting_step` says, on ``m`` (bounded
-    or symbolic alike): the record delivered, or the waiting input taken."""
+    or symbolic alike): the record delivered, or the waiting input taken. ``around``:
+    with what the micro-step does around it as well: a delivered record waits only if
+    its key is recovering and the monitors mark it delivered (``Monitors.deliver``); a
+    taken input is marked accepted (the flag ``Monitors.accept`` writes; not with
+    ``broken`` ``unaccepted``)."""
     if kind == "arrive":
         record = m.next_record(0)
         m.assume(lg.le(0, record))
+        if around:
+            m.assume(m.recovering(m.key_of(record)))
         if broken != "offset":
             m.op.put("offset", 0, lg.add(record, 1))
+        if around:
+            m.monitors.deliver(True, record)
         m.arrive_waiting(True, record, 0)
         return record
     if kind == "take":
@@ -619,6 +648,8 @@ def step(m: Machine, kind: str, broken: str = "") -> Sym:
         m.assume(m.records.some(candidates))
         taken = m.earliest_waiting(candidates)
         m.op.put("waiting", taken, False)
+        if around and broken != "unaccepted":
+            m.op.put("accepted", taken, True)
         m.tick()
         return taken
     if kind == "finish":
@@ -772,6 +803,97 @@ def count_across_take(timeout_ms: int = 20_000) -> z3.CheckSatResult:
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, after != before - 1)
     return solver.check()
+
+
+# -- the induction's facts over a symbolic number of records ---------------------------
+#
+# The invariant of ``spec/induction.py`` states its facts about one record as a body
+# (``induction.delivered``, ``induction.waiting``, and ``induction.loop_facts``'s about
+# the advance loop), stated at every record through ``Machine.records``: over the
+# bounded records one fact per record, over :class:`SymIndices` one universal.
+
+
+def families(m: SymMachine, epoch: int, now: Sym) -> list[tuple[str, z3.BoolRef]]:
+    """The induction's facts that the fragment has the state for, as the induction
+    states them about the live view (``op``) of a running operator in ``epoch``: what
+    was delivered (accepted, waiting), the waiting inputs (every tick so far below
+    ``now``), the advance loop."""
+    op = m.op
+    made = [
+        *m.records.every(ind.delivered(m, "op", op, True)),
+        *m.records.every(ind.waiting(m, "op", op, True, epoch, now)),
+        *ind.loop_facts(m, epoch),
+    ]
+    return [(name, lg.lift_bool(fact)) for name, fact in made]
+
+
+def families_step(
+    kind: str,
+    split: bool = False,
+    broken: str = "",
+    mbqi: bool = True,
+    premises: int = 0,
+    timeout_ms: int = 10_000,
+) -> dict[str, z3.CheckSatResult]:
+    """Whether the step of ``kind`` keeps each of the induction's facts of
+    :func:`families`, for every number of records: ``unsat`` for a fact that it keeps.
+    ``finish`` is asked only the facts over records (the advance loop's others lean on
+    the rest of the micro-step and on the invariant's facts per key). The steps are
+    :func:`step`'s with what the micro-step does around them (``around``).
+    ``broken``: ``offset`` (the delivery leaves the offset where it was) or
+    ``unaccepted`` (the taken input is not marked accepted). ``mbqi``: with model-based
+    instantiation (else E-matching alone). ``premises``: instead, whether the premises
+    can hold with that many records (``sat``; the only answer, named ``premises``)."""
+    if broken not in ("", "offset", "unaccepted"):
+        raise ValueError(f"unknown fault {broken!r}: offset or unaccepted")
+    if kind not in ("arrive", "take", "finish"):
+        raise ValueError(f"unknown step {kind!r}: arrive, take or finish")
+    facts: list[z3.BoolRef] = []
+    m, n = machine(facts, split)
+    op, w = m.op, m.world
+    assert isinstance(op, SymCells)
+    for name in ("accepted", "delivered"):
+        op.records(name, z3.BoolSort())
+    op.array("inserted", m.k, 0)
+    for k in range(m.k):
+        op.values[("inserted", k)] = z3.Int(_name(f"inserted{k}"))
+        # the induction's "recovering key inserted" (stated per key, with the expected
+        # order's ghosts): a key that is recovering has a rank
+        recovering = lg.or_(
+            lg.lt(op.cell("next", k), op.cell("expected-end", k)),
+            lg.le(0, op.cell("diverge-at", k)),
+        )
+        facts.append(lg.lift_bool(lg.implies(recovering, lg.lt(op.cell("inserted", k), ABSENT))))
+    for name in ("phase", "key", "after", "after-arg"):
+        w.values[(name,)] = z3.Int(_name(name))
+    for j in range(m.k):
+        w.values[("order", j)] = z3.Int(_name("order"))
+        w.values[("order-in", j)] = z3.Bool(_name("order-in"))
+    key = w["key"]
+    facts += [key >= 0, key < m.k]
+    # the induction's "offset" (per channel): none beyond what the channel delivered
+    facts += [lg.lift_bool(lg.le(op.cell("offset", ch), w.cell("high", ch))) for ch in range(m.c)]
+    epoch = 1
+    facts += [fact for _, fact in families(m, epoch, m.time)]
+    m.monitors.op = op
+    step(m, kind, broken, around=True)
+    facts += [lg.lift_bool(a) for a in m.assumptions]
+    goals = families(m, epoch, m.time + 1)
+    if kind == "finish":
+        goals = [(name, goal) for name, goal in goals if name.endswith(" every")]
+    solver = z3.Solver()
+    solver.set("mbqi", mbqi or premises > 0, "timeout", timeout_ms)
+    solver.add(*facts)
+    if premises:
+        solver.add(n == premises)
+        return {"premises": solver.check()}
+    out: dict[str, z3.CheckSatResult] = {}
+    for name, goal in goals:
+        solver.push()
+        solver.add(z3.Not(goal))
+        out[name] = solver.check()
+        solver.pop()
+    return out
 
 
 # -- the store over a symbolic number of records -----------------------------------------

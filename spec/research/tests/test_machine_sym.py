@@ -1,7 +1,8 @@
 """The machine of ``spec/encoding.py`` run over a symbolic number of records
 (:mod:`spec.research.machine_sym`): at each concrete size it leaves the state the
 bounded machine leaves (its store too), its steps keep the invariant of the waiting
-inputs and the kept counts for every number of records, and a broken piece is caught."""
+inputs, the kept counts and the induction's facts about records for every number of
+records, and a broken piece is caught."""
 
 from __future__ import annotations
 
@@ -110,3 +111,33 @@ def test_monitors_that_miss_the_restore_do_not_agree() -> None:
     assert ms.monitors_agree(2, "unwritten") == z3.sat
     with pytest.raises(ValueError, match="unknown fault 'late'"):
         ms.monitors_agree(1, "late")
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_steps_keep_the_induction_facts_for_every_number_of_records(
+    kind: str, split: bool
+) -> None:
+    # the facts of ``spec/induction.py`` about records (and the advance loop), each one
+    # universal; with model-based instantiation (E-matching alone misses the instances
+    # at the taken input, a witness of the search for the earliest one)
+    assert ms.families_step(kind, split, premises=1) == {"premises": z3.sat}
+    answers = ms.families_step(kind, split)
+    assert any(name.endswith(" every") for name in answers)
+    assert all(answer == z3.unsat for answer in answers.values()), answers
+
+
+@pytest.mark.parametrize(
+    ("kind", "fault", "fact"),
+    [
+        ("arrive", "offset", "waiting below offset op every"),
+        ("take", "unaccepted", "accepted = delivered op every"),
+    ],
+)
+def test_a_broken_step_breaks_an_induction_fact(kind: str, fault: str, fact: str) -> None:
+    answers = ms.families_step(kind, broken=fault, timeout_ms=3_000)
+    assert answers[fact] != z3.unsat
+    with pytest.raises(ValueError, match="unknown fault 'late'"):
+        ms.families_step(kind, broken="late")
+    with pytest.raises(ValueError, match="unknown step 'restore'"):
+        ms.families_step("restore")
