@@ -356,6 +356,9 @@ class Machine:
     def channel_of(self, record: Sym) -> Sym:
         return lg.select(record, self.shape.channel, 0)
 
+    def mode_of(self, record: Sym) -> Sym:
+        return lg.select(record, self.shape.mode, 0)
+
     def allocate(self, shape: Shape) -> list[Slot]:
         """Every slot of the store, epoch by epoch (the order in which they are written)."""
         slots: list[Slot] = []
@@ -1040,7 +1043,7 @@ class Machine:
         again = lg.lt(record, high)
         self.assume(lg.implies(lg.and_(delivering, lg.not_(again)), lg.eq(record, w["delivered"])))
         self.assume(lg.implies(ending, lg.not_(lg.or_(*has_next))))
-        version = lg.ite(lg.and_(again, lg.eq(lg.select(record, self.shape.mode, 0), 2)), 1, 0)
+        version = lg.ite(lg.and_(again, lg.eq(self.mode_of(record), 2)), 1, 0)
         if self.recorder and delivering is True:
             self.recorder.deliver(record, version)
         info["record"] = record
