@@ -384,6 +384,8 @@ class SymCells(Cells):
         self.facts = facts
         self.symbolic: set[str] = set()
         self.kept: dict[str, Kept] = {}
+        #: the matrices over records and a few columns (:meth:`columns`)
+        self.by_column: set[str] = set()
         #: ``keep``: the kept counts lose track of a leaving record (a fault for tests)
         self.broken = ""
 
@@ -394,6 +396,7 @@ class SymCells(Cells):
         out.shape = dict(self.shape)
         out.symbolic = set(self.symbolic)
         out.kept = dict(self.kept)
+        out.by_column = set(self.by_column)
         return out
 
     def keep(self, label: str, reads: str, body: Callable[[SymCells, Sym], Sym]) -> Kept:
@@ -414,6 +417,15 @@ class SymCells(Cells):
             self.shape[name] = (0,)
             self.values[(name,)] = z3.Array(_name(name), z3.IntSort(), sort)
 
+    def columns(self, name: str, sort: z3.SortRef, count: int) -> None:
+        """A fresh matrix over records and ``count`` columns: an array over records
+        for each column."""
+        self.symbolic.add(name)
+        self.by_column.add(name)
+        self.shape[name] = (0, count)
+        for b in range(count):
+            self.values[(name, b)] = z3.Array(_name(f"{name}{b}"), z3.IntSort(), sort)
+
     def array_of(self, name: str) -> Any:
         """The Z3 array of ``name`` over records."""
         return self.values[(name,)]
@@ -424,12 +436,20 @@ class SymCells(Cells):
         if len(index) == 1:
             return self.values[(name,)][lg.lift_int(index[0])]
         row, column = index
+        if name in self.by_column:
+            return self.values[(name, column)][lg.lift_int(row)]
         return self.values[(name, row)][lg.lift_int(column)]
 
     def at(self, name: str, i: Sym, j: Sym | None = None) -> Sym:
         """As :meth:`Cells.at`: a read out of range gives the default."""
         if name not in self.symbolic:
             return super().at(name, i, j)
+        if name in self.by_column:
+            columns = [self.values[(name, b)] for b in range(self.shape[name][1])]
+            sort = columns[0].range()
+            read = lg.select(j, [a[lg.lift_int(i)] for a in columns], _zero(sort))
+            inside = agg._below(lg.lift_int(i), self.n)
+            return z3.If(inside, _lift(read, sort), _zero(sort))
         if j is None:
             array, index = self.values[(name,)], i
         else:
@@ -463,6 +483,12 @@ class SymCells(Cells):
             return
         if j is None:
             self._write((name,), i, value, guard)
+            return
+        if name in self.by_column:
+            for b in range(self.shape[name][1]):
+                here = lg.and_(guard, lg.eq(j, b))
+                if lg._const(here) is not False:
+                    self._write((name, b), i, value, here)
             return
         for a in range(self.shape[name][0]):
             self._write((name, a), j, value, lg.and_(guard, lg.eq(i, a)))
@@ -516,6 +542,9 @@ class SymMachine(Machine):
 
     def channel_of(self, record: Sym) -> Sym:
         return self._field(self.shape.channel, record)
+
+    def mode_of(self, record: Sym) -> Sym:
+        return self._field(self.shape.mode, record)
 
     def waiting_count(self, key: Sym) -> Sym:
         """The kept count of ``key``'s waiting inputs, if :func:`machine` keeps them."""
@@ -1235,6 +1264,160 @@ def scan_step(broken: str = "", timeout_ms: int = 30_000) -> z3.CheckSatResult:
     solver = z3.Solver()
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, z3.Not(z3.And(*goals)))
+    return solver.check()
+
+
+# -- the micro-step over a symbolic number of records -----------------------------------
+#
+# The whole machine: built as the bounded one with :data:`_MARK` records, then every
+# cell made symbolic by its shape (an array over records, a key's row over positions, a
+# record's columns: Z3 arrays; any other cell a fresh constant), its store the families
+# of :class:`SymSlots`. ``Machine.micro_step`` runs on it unchanged.
+
+#: how many records the machine is first built with: a size no other dimension has, so
+#: that the cells over records can be told by their shape
+_MARK = 7
+
+
+def whole_machine(
+    facts: list[z3.BoolRef],
+    contract: Contract = ORDERED,
+    agent: str = "chain",
+    keys: int = 2,
+    channels: int = 2,
+    broken: str = "",
+) -> tuple[SymStoreMachine, z3.ArithRef]:
+    """The machine of ``contract`` and ``agent`` with ``n`` records, every cell of its
+    state (the operator's, the checkpoint's, the world's and the monitors') a fresh
+    symbol or array, its store the families of each entry (and the order entry) and
+    epoch; two crashes, epochs of four micro-steps. ``broken``: as for
+    :class:`SymIndices`."""
+    n = z3.Int(_name("n"))
+    bound = Bound(inputs=_MARK, channels=channels, keys=keys, crashes=2)
+    shape = Shape(_Records("channel"), _Records("key"), _Records("mode"))  # type: ignore[arg-type]
+    m = SymStoreMachine(contract, agent, bound, shape, symbolic_env, epoch=4)
+    others = {keys, channels, 2 * max(len(m.plan.entries), 1)}
+    assert _MARK not in others, f"a dimension of {_MARK} besides the records: {others}"
+    m.size = n
+    m.records = m.positions = m.monitors.records = SymIndices(n, facts, broken)
+
+    def symbolic(cells: Cells, label: str) -> SymCells:
+        out = SymCells(n, facts)
+        for name, dims in cells.shape.items():
+            over = _MARK in dims
+            sort = _term(cells.values[(name,) + (0,) * len(dims)]).sort() if over else None
+            if dims == (_MARK,):
+                out.records(name, sort)
+            elif len(dims) == 2 and dims[1] == _MARK:
+                out.records(name, sort, rows=dims[0])
+            elif len(dims) == 2 and dims[0] == _MARK:
+                out.columns(name, sort, dims[1])
+            else:
+                out.shape[name] = dims
+                for index, value in cells.values.items():
+                    if index[0] == name:
+                        out.values[index] = z3.Const(_name(f"{label}{index}"), _term(value).sort())
+        return out
+
+    m.op, m.world, m.saved = (
+        symbolic(m.op, "op"),
+        symbolic(m.world, "world"),
+        symbolic(m.saved, "saved"),
+    )
+    m.monitors.op, m.monitors.world = m.op, m.world
+    m.families = []
+    for epoch in range(m.f + 1):
+        for e in m.plan.entries:
+            m.families.append(Family("completion", e.index, epoch, len(e.reads), e.writes))
+        m.families.append(Family("order", -1, epoch, 0, ()))
+    m.time = 100
+    m.decode.append({"padding": z3.Bool(_name("padding"))})
+    r = z3.Int(_name("r"))
+    facts.append(n >= 0)
+    for field, top in (("key", keys - 1), ("channel", channels - 1), ("mode", 2)):
+        f = getattr(shape, field).function
+        facts.append(z3.ForAll([r], z3.And(f(r) >= 0, f(r) <= top), patterns=[f(r)]))
+    return m, n
+
+
+def _cells(b: Machine, s: SymStoreMachine) -> list[tuple[Sym, Sym]]:
+    """Each cell of the bounded machine ``b`` with the symbolic machine's at the same
+    place: every cell of the state, every field of every slot, every mark."""
+    out: list[tuple[Sym, Sym]] = []
+    for bc, sc in ((b.op, s.op), (b.world, s.world), (b.saved, s.saved)):
+        assert isinstance(sc, SymCells)
+        for index, value in bc.values.items():
+            name = index[0]
+            if name == "volatile-voided":  # every slot of a family reads slot 0's
+                out.append((value, sc.values[(name, 0)]))
+            elif name in sc.symbolic:
+                out.append((value, sc.cell(name, *index[1:])))
+            else:
+                out.append((value, sc.values[index]))
+    families = {(f.kind, f.entry, f.epoch): f for f in s.families}
+    for slot in b.slots:
+        view = families[(slot.kind, slot.entry, slot.epoch)].slot(s, slot.record)
+        out += [(getattr(slot, name), getattr(view, name)) for name, _ in _SLOT_FIELDS]
+        out += list(zip(slot.reads, view.reads, strict=True))
+        out += [(slot.writes[f], view.writes[f]) for f in slot.writes]
+    assert len(b.marks) == len(s.marks), "the machines made different numbers of marks"
+    for x, y in zip(b.marks, s.marks, strict=True):
+        out += [(x.present, y.present), (x.key, y.key), (x.time, y.time)]
+    return out
+
+
+def whole_twin(s: SymStoreMachine, size: int, agent: str) -> Machine:
+    """The bounded machine with ``size`` records whose every cell, slot and mark is the
+    symbolic machine ``s``'s at the same place, at its tick."""
+    shape = s.shape
+    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
+    bound = Bound(inputs=size, channels=s.c, keys=s.k, crashes=s.f)
+    b = Machine(s.contract, agent, bound, Shape(*fields), symbolic_env, epoch=4)
+    b.time, b.decode = s.time, list(s.decode)
+    families = {(f.kind, f.entry, f.epoch): f for f in s.families}
+    for bc, sc in ((b.op, s.op), (b.world, s.world), (b.saved, s.saved)):
+        assert isinstance(sc, SymCells)
+        for index in list(bc.values):
+            name = index[0]
+            if name == "volatile-voided":
+                bc.values[index] = sc.values[(name, 0)]
+            elif name in sc.symbolic:
+                bc.values[index] = sc.cell(name, *index[1:])
+            else:
+                bc.values[index] = sc.values[index]
+    for slot in b.slots:
+        view = families[(slot.kind, slot.entry, slot.epoch)].slot(s, slot.record)
+        for name, _ in _SLOT_FIELDS:
+            setattr(slot, name, getattr(view, name))
+        slot.reads, slot.writes = view.reads, dict(view.writes)
+    return b
+
+
+def micro_step_agree(
+    t: int, size: int, broken: str = "", timeout_ms: int = 60_000
+) -> z3.CheckSatResult:
+    """``unsat`` when, with ``size`` records, ``Machine.micro_step(t)`` of ``ordered``
+    and the ``chain`` agent on the symbolic machine (:func:`whole_machine`) makes the
+    same assumptions as on the bounded machine of ``spec/encoding.py`` and, where they
+    hold, leaves the same state: every cell, every slot, every mark, from every state.
+    Micro-steps 4 and 8 begin an epoch (a restore may come); the others do not.
+    ``broken``: as for :class:`SymIndices`; the check should then not be ``unsat``."""
+    if broken not in ("", "first", "nested", "unshared"):
+        raise ValueError(f"unknown fault {broken!r}: first, nested or unshared")
+    facts: list[z3.BoolRef] = []
+    s, n = whole_machine(facts, broken=broken)
+    b = whole_twin(s, size, "chain")
+    s.micro_step(t)
+    b.micro_step(t)
+    assert b.time == s.time
+    same = [lg.eq(x, y) for x, y in _cells(b, s)]
+    records = s.records
+    assert isinstance(records, SymIndices)
+    ran = lg.lift_bool(lg.and_(*s.assumptions)), lg.lift_bool(lg.and_(*b.assumptions))
+    solver = z3.Solver()
+    solver.set("mbqi", False, "timeout", timeout_ms)
+    solver.add(*facts, *records.ground(size), n == size)
+    solver.add(z3.Or(ran[0] != ran[1], z3.And(ran[0], z3.Not(lg.lift_bool(lg.and_(*same))))))
     return solver.check()
 
 
