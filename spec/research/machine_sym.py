@@ -1118,13 +1118,26 @@ def store_twin(sym: SymStoreMachine, size: int) -> Machine:
             for q in range(size):
                 m.op.values[(name, k, q)] = sym.op.cell(name, k, q)
     m.op.values[("marker",)] = sym.op["marker"]
-    families = {(f.kind, f.entry, f.epoch): f for f in sym.families}
-    for s in m.slots:
-        view = families[(s.kind, s.entry, s.epoch)].slot(sym, s.record)
-        for name, _ in _SLOT_FIELDS:
-            setattr(s, name, getattr(view, name))
-        s.reads, s.writes = view.reads, dict(view.writes)
+    _take_slots(m, sym)
     return m
+
+
+def _slot_views(b: Machine, s: SymStoreMachine) -> list[tuple[Slot, Slot]]:
+    """Each slot of the bounded machine ``b`` with the symbolic machine's slot at the
+    same place: its family's at its record."""
+    families = {(f.kind, f.entry, f.epoch): f for f in s.families}
+    return [
+        (slot, families[(slot.kind, slot.entry, slot.epoch)].slot(s, slot.record))
+        for slot in b.slots
+    ]
+
+
+def _take_slots(b: Machine, s: SymStoreMachine) -> None:
+    """The bounded machine's slots become views of the symbolic machine's families."""
+    for slot, view in _slot_views(b, s):
+        for name, _ in _SLOT_FIELDS:
+            setattr(slot, name, getattr(view, name))
+        slot.reads, slot.writes = view.reads, dict(view.writes)
 
 
 def store_step(m: Machine, values: dict[str, Any]) -> list[Sym]:
@@ -1340,23 +1353,28 @@ def whole_machine(
     return m, n
 
 
+def _places(b: Machine, s: SymStoreMachine) -> list[tuple[Cells, tuple[object, ...], Sym]]:
+    """Each cell of the bounded machine ``b``'s state (its cells and index) with the
+    symbolic machine's value at the same place."""
+    out: list[tuple[Cells, tuple[object, ...], Sym]] = []
+    for bc, sc in ((b.op, s.op), (b.world, s.world), (b.saved, s.saved)):
+        assert isinstance(sc, SymCells)
+        for index in bc.values:
+            name = index[0]
+            if name == "volatile-voided":  # every slot of a family reads slot 0's
+                out.append((bc, index, sc.values[(name, 0)]))
+            elif name in sc.symbolic:
+                out.append((bc, index, sc.cell(name, *index[1:])))
+            else:
+                out.append((bc, index, sc.values[index]))
+    return out
+
+
 def _cells(b: Machine, s: SymStoreMachine) -> list[tuple[Sym, Sym]]:
     """Each cell of the bounded machine ``b`` with the symbolic machine's at the same
     place: every cell of the state, every field of every slot, every mark."""
-    out: list[tuple[Sym, Sym]] = []
-    for bc, sc in ((b.op, s.op), (b.world, s.world), (b.saved, s.saved)):
-        assert isinstance(sc, SymCells)
-        for index, value in bc.values.items():
-            name = index[0]
-            if name == "volatile-voided":  # every slot of a family reads slot 0's
-                out.append((value, sc.values[(name, 0)]))
-            elif name in sc.symbolic:
-                out.append((value, sc.cell(name, *index[1:])))
-            else:
-                out.append((value, sc.values[index]))
-    families = {(f.kind, f.entry, f.epoch): f for f in s.families}
-    for slot in b.slots:
-        view = families[(slot.kind, slot.entry, slot.epoch)].slot(s, slot.record)
+    out = [(bc.values[index], value) for bc, index, value in _places(b, s)]
+    for slot, view in _slot_views(b, s):
         out += [(getattr(slot, name), getattr(view, name)) for name, _ in _SLOT_FIELDS]
         out += list(zip(slot.reads, view.reads, strict=True))
         out += [(slot.writes[f], view.writes[f]) for f in slot.writes]
@@ -1374,22 +1392,9 @@ def whole_twin(s: SymStoreMachine, size: int, agent: str) -> Machine:
     bound = Bound(inputs=size, channels=s.c, keys=s.k, crashes=s.f)
     b = Machine(s.contract, agent, bound, Shape(*fields), symbolic_env, epoch=4)
     b.time, b.decode = s.time, list(s.decode)
-    families = {(f.kind, f.entry, f.epoch): f for f in s.families}
-    for bc, sc in ((b.op, s.op), (b.world, s.world), (b.saved, s.saved)):
-        assert isinstance(sc, SymCells)
-        for index in list(bc.values):
-            name = index[0]
-            if name == "volatile-voided":
-                bc.values[index] = sc.values[(name, 0)]
-            elif name in sc.symbolic:
-                bc.values[index] = sc.cell(name, *index[1:])
-            else:
-                bc.values[index] = sc.values[index]
-    for slot in b.slots:
-        view = families[(slot.kind, slot.entry, slot.epoch)].slot(s, slot.record)
-        for name, _ in _SLOT_FIELDS:
-            setattr(slot, name, getattr(view, name))
-        slot.reads, slot.writes = view.reads, dict(view.writes)
+    for bc, index, value in _places(b, s):
+        bc.values[index] = value
+    _take_slots(b, s)
     return b
 
 
