@@ -984,35 +984,22 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
             f"order without gap {j}",
             lg.implies(lg.and_(ending, w.cell("order-in", j + 1)), w.cell("order-in", j)),
         )
-    facts += m.records.every(loop_reaches(m))
-    return facts
 
-
-def loop_reaches(m: enc.Machine) -> Callable[[Sym], list[Fact]]:
-    """The fact of :func:`_waiting_facts` about one record waiting at the end of the
-    advance loop: the loop still reaches its key (the loop's key, or one later in its
-    order)."""
-    w = m.world
-    ending = lg.and_(lg.eq(w["phase"], enc.ADVANCE), lg.eq(w["after"], enc.AFTER_END))
-    arg, key = w["after-arg"], w["key"]
-
-    def at(r: Sym) -> list[Fact]:
+    def reaches(r: Sym) -> list[Fact]:
+        # a waiting input's key: the loop's own, or one later in its order
         kr = m.shape.key[r]
         later = lg.or_(
             lg.eq(kr, key),
             *(
                 lg.and_(lg.le(arg, j), w.cell("order-in", j), lg.eq(w.cell("order", j), kr))
-                for j in range(m.k)
+                for j in range(keys)
             ),
         )
         return [
-            (
-                "end loop reaches waiting",
-                lg.implies(lg.and_(ending, m.op.cell("waiting", r)), later),
-            )
+            ("end loop reaches waiting", lg.implies(lg.and_(ending, op.cell("waiting", r)), later))
         ]
 
-    return at
+    return facts + m.records.every(reaches)
 
 
 def _waiting_facts(

@@ -757,7 +757,7 @@ def bounded_twin(sym: SymMachine, size: int, agent: str) -> Machine:
     those of the symbolic machine ``sym``, in its epoch and at its tick."""
     shape = sym.shape
     fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
-    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=1)
+    bound = Bound(inputs=size, channels=sym.c, keys=sym.k, crashes=sym.f)
     m = Machine(sym.contract, agent, bound, Shape(*fields), symbolic_env, epoch=4)
     m.current, m.time = sym.current, sym.time
     return m
@@ -1073,6 +1073,17 @@ class SymSlots(Slots):
             f.store(s, r, records.facts)
 
 
+def _families(m: Machine) -> list[Family]:
+    """The store's families: one per entry (and the order entry) and epoch."""
+    out = []
+    for epoch in range(m.f + 1):
+        out += [
+            Family("completion", e.index, epoch, len(e.reads), e.writes) for e in m.plan.entries
+        ]
+        out.append(Family("order", -1, epoch, 0, ()))
+    return out
+
+
 class SymStoreMachine(SymMachine):
     """The symbolic machine with its store: ``families`` instead of ``slots``."""
 
@@ -1091,11 +1102,7 @@ def store_machine(facts: list[z3.BoolRef], broken: str = "") -> tuple[SymStoreMa
     the volatile flag of slot 0, which ``ordered`` never sets."""
     m, n = machine(facts, split=True, broken=broken, kept=False, agent="chain", cls=SymStoreMachine)
     assert isinstance(m, SymStoreMachine)
-    m.families = []
-    for epoch in range(m.f + 1):
-        for e in m.plan.entries:
-            m.families.append(Family("completion", e.index, epoch, len(e.reads), e.writes))
-        m.families.append(Family("order", -1, epoch, 0, ()))
+    m.families = _families(m)
     m.op.scalar("marker", z3.Int(_name("marker")))
     m.op.array("volatile-voided", 1, False)
     m.op.array("volatile-rank", m.k, 0)
@@ -1317,19 +1324,19 @@ def whole_machine(
     def symbolic(cells: Cells, label: str) -> SymCells:
         out = SymCells(n, facts)
         for name, dims in cells.shape.items():
-            over = _MARK in dims
-            sort = _term(cells.values[(name,) + (0,) * len(dims)]).sort() if over else None
+            if _MARK not in dims:
+                out.shape[name] = dims
+                continue
+            sort = _term(cells.values[(name,) + (0,) * len(dims)]).sort()
             if dims == (_MARK,):
                 out.records(name, sort)
-            elif len(dims) == 2 and dims[1] == _MARK:
+            elif dims[1] == _MARK:
                 out.records(name, sort, rows=dims[0])
-            elif len(dims) == 2 and dims[0] == _MARK:
-                out.columns(name, sort, dims[1])
             else:
-                out.shape[name] = dims
-                for index, value in cells.values.items():
-                    if index[0] == name:
-                        out.values[index] = z3.Const(_name(f"{label}{index}"), _term(value).sort())
+                out.columns(name, sort, dims[1])
+        for index, value in cells.values.items():
+            if index[0] not in out.symbolic:
+                out.values[index] = z3.Const(_name(f"{label}{index}"), _term(value).sort())
         return out
 
     m.op, m.world, m.saved = (
@@ -1338,11 +1345,7 @@ def whole_machine(
         symbolic(m.saved, "saved"),
     )
     m.monitors.op, m.monitors.world = m.op, m.world
-    m.families = []
-    for epoch in range(m.f + 1):
-        for e in m.plan.entries:
-            m.families.append(Family("completion", e.index, epoch, len(e.reads), e.writes))
-        m.families.append(Family("order", -1, epoch, 0, ()))
+    m.families = _families(m)
     m.time = 100
     m.decode.append({"padding": z3.Bool(_name("padding"))})
     r = z3.Int(_name("r"))
@@ -1387,11 +1390,8 @@ def _cells(b: Machine, s: SymStoreMachine) -> list[tuple[Sym, Sym]]:
 def whole_twin(s: SymStoreMachine, size: int, agent: str) -> Machine:
     """The bounded machine with ``size`` records whose every cell, slot and mark is the
     symbolic machine ``s``'s at the same place, at its tick."""
-    shape = s.shape
-    fields = [[f[r] for r in range(size)] for f in (shape.channel, shape.key, shape.mode)]
-    bound = Bound(inputs=size, channels=s.c, keys=s.k, crashes=s.f)
-    b = Machine(s.contract, agent, bound, Shape(*fields), symbolic_env, epoch=4)
-    b.time, b.decode = s.time, list(s.decode)
+    b = bounded_twin(s, size, agent)
+    b.decode = list(s.decode)
     for bc, index, value in _places(b, s):
         bc.values[index] = value
     _take_slots(b, s)
