@@ -928,9 +928,24 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
 
     advancing = lg.eq(w["phase"], enc.ADVANCE)
     after, arg, key = w["after"], w["after-arg"], w["key"]
+    # a loop after an arrival that gives up (more inputs wait than the contract lets)
+    # goes on with nothing after it, its argument still the arrived input: only when
+    # more records than ``give_up_after`` can wait
+    gives_up = lg.lt(m.contract.give_up_after, m.records.end)
     add(
         "loop's sequel",
-        lg.implies(advancing, lg.and_(lg.le(0, after), lg.le(after, enc.AFTER_END))),
+        lg.implies(
+            advancing,
+            lg.and_(
+                lg.le(0, after),
+                lg.le(after, lg.ite(gives_up, enc.AFTER_NOTHING, enc.AFTER_END)),
+            ),
+        ),
+    )
+    keyed = (
+        advancing,
+        lg.ne(after, enc.AFTER_ARRIVAL),
+        lg.not_(lg.and_(gives_up, lg.eq(after, enc.AFTER_NOTHING))),
     )
     add(
         "loop's input",
@@ -939,13 +954,7 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
             lg.and_(lg.le(0, arg), lg.lt(arg, m.records.end)),
         ),
     )
-    add(
-        "loop's place",
-        lg.implies(
-            lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL)),
-            lg.and_(lg.le(1, arg), lg.le(arg, keys)),
-        ),
-    )
+    add("loop's place", lg.implies(lg.and_(*keyed), lg.and_(lg.le(1, arg), lg.le(arg, keys))))
     for j in range(keys):
         add(
             f"order's key {j}",
@@ -975,7 +984,7 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
         add(
             f"loop's key is in order {j}",
             lg.implies(
-                lg.and_(advancing, lg.ne(after, enc.AFTER_ARRIVAL), lg.eq(arg, j)),
+                lg.and_(*keyed, lg.eq(arg, j)),
                 lg.and_(w.cell("order-in", j - 1), lg.eq(w.cell("order", j - 1), key)),
             ),
         )

@@ -236,6 +236,20 @@ def test_an_impatient_ordered_is_not_proved() -> None:
     assert outcome.proved == []
 
 
+@pytest.mark.parametrize("give_up_after", [0, 1])
+def test_a_contract_that_gives_up_early_is_inductive_but_for_complete_reuse(
+    give_up_after: int,
+) -> None:
+    # an advance loop after an arrival that gives up goes on with nothing after it:
+    # with more records than give_up_after, the loop's facts must allow that, or every
+    # proposed contract that gives up early falls back to the unrolling
+    contract = evolve(ORDERED, name="ordered-gives-up", give_up_after=give_up_after)
+    bound = parse("inputs=3,channels=2,keys=2,crashes=1,agents=stateful")
+    outcome = induction.prove(contract, "stateful", bound, induction.INDUCTIVE)
+    assert outcome.failed == {}
+    assert outcome.proved == list(induction.INDUCTIVE)
+
+
 def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     # without the facts of complete-reuse the rest of the invariant does not keep the
     # flag unset: the proof above is not carried by the other facts alone
