@@ -43,6 +43,12 @@ E-matching does not relate, so a search is made once and shared, as the bounded 
 shares it by hash-consing (:meth:`SymIndices.shared`). :func:`scan_agree` compares the
 scan with the bounded machine's; :func:`scan_step` proves, for every number of records,
 that it expects records of the key from its next position to the order's end.
+
+The whole machine (:func:`whole_machine`: every cell symbolic, the store as families)
+runs ``Machine.micro_step`` unchanged: :func:`micro_step_agree` compares it with the
+bounded machine, :func:`restore_agree` the restore by itself, and
+:func:`whole_families_step` proves, for every number of records, that the micro-step
+keeps the induction's facts about records and the advance loop's.
 """
 
 from __future__ import annotations
@@ -62,7 +68,21 @@ from replay_contract.spec import logic as lg
 from replay_contract.spec.agentterms import Plan
 from replay_contract.spec.bound import Bound
 from replay_contract.spec.cells import Cells
-from replay_contract.spec.encoding import ABSENT, ADVANCE, Machine, Shape, Slot, Slots, symbolic_env
+from replay_contract.spec.encoding import (
+    ABSENT,
+    ADVANCE,
+    AFTER_ARRIVAL,
+    AFTER_END,
+    AFTER_NOTHING,
+    AFTER_RESTORE,
+    DONE,
+    IDLE,
+    Machine,
+    Shape,
+    Slot,
+    Slots,
+    symbolic_env,
+)
 from replay_contract.spec.everybound.parametric_ordered_refine import applications
 from replay_contract.spec.logic import Sym
 from replay_contract.spec.monitors import Monitors
@@ -234,13 +254,18 @@ class SymIndices(lg.Indices):
             return [lg.lift_bool(fact) for _, fact in made]
 
         lift = self._bound(q, build)
-        return [
-            (
-                f"{name} every",
-                z3.ForAll([q], z3.Implies(agg._below(q, self.term), lift(lg.lift_bool(fact)))),
+        out = []
+        for name, fact in made:
+            lifted = lift(lg.lift_bool(fact))
+            # instances at the records whose cells the fact reads (chosen by Z3 alone,
+            # the patterns include a record's key or channel, which every record term
+            # has: the instances chain without end over a whole micro-step)
+            patterns = _reads_at(lifted, q)
+            universal = z3.ForAll(
+                [q], z3.Implies(agg._below(q, self.term), lifted), patterns=patterns
             )
-            for name, fact in made
-        ]
+            out.append((f"{name} every", universal))
+        return out
 
     def ground(self, size: int) -> list[z3.BoolRef]:
         """Each body's definition at each index below ``size``: instances of facts given
@@ -279,6 +304,7 @@ class SymIndices(lg.Indices):
         i, j = z3.Int(_name("i")), z3.Int(_name("j"))
         self.facts += [
             c >= 0,
+            c <= self.term,  # a count of indices below the size (no instance shows it)
             z3.ForAll(
                 [i],
                 z3.Implies(
@@ -497,6 +523,22 @@ class SymCells(Cells):
 #: the index bound now and a slot's record, as :meth:`SymIndices.shared` writes them in
 #: a search's key
 _BOUND, _RECORD = z3.Int("bound index"), z3.Int("slot record")
+
+
+def _reads_at(e: Any, q: z3.ArithRef) -> list[Any]:
+    """The reads of arrays (named, not written in place) at ``q`` in ``e``."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_select(x) and x.arg(1).eq(q) and z3.is_const(x.arg(0)):
+            out.append(x)
+        todo += x.children()
+    return out
 
 
 def _term(x: Sym) -> Any:
@@ -1399,31 +1441,63 @@ def whole_twin(s: SymStoreMachine, size: int, agent: str) -> Machine:
 
 
 def micro_step_agree(
-    t: int, size: int, broken: str = "", timeout_ms: int = 60_000
+    t: int, size: int, broken: str = "", timeout_ms: int = 60_000, cases: bool = False
 ) -> z3.CheckSatResult:
     """``unsat`` when, with ``size`` records, ``Machine.micro_step(t)`` of ``ordered``
     and the ``chain`` agent on the symbolic machine (:func:`whole_machine`) makes the
     same assumptions as on the bounded machine of ``spec/encoding.py`` and, where they
     hold, leaves the same state: every cell, every slot, every mark, from every state.
     Micro-steps 4 and 8 begin an epoch (a restore may come); the others do not.
-    ``broken``: as for :class:`SymIndices`; the check should then not be ``unsat``."""
+    ``broken``: as for :class:`SymIndices`; the check should then not be ``unsat``.
+    ``cases``: asked case by case of :func:`_cases`, one solver each."""
+    return _whole_agree(lambda m: m.micro_step(t), size, broken, timeout_ms, cases)
+
+
+def restore_agree(size: int, broken: str = "", timeout_ms: int = 60_000) -> z3.CheckSatResult:
+    """``unsat`` when, with ``size`` records, ``Machine.restore`` (the checkpoint's
+    state back, the keys' ranks from the store, each key's scan of its recorded order,
+    the keys ordered and the first loop begun) leaves the same state on the symbolic
+    machine as on the bounded one, from every state. ``broken``: as for
+    :class:`SymIndices`, or ``unrestored`` (the bounded machine restores when a
+    condition of its own holds); the check should then not be ``unsat``."""
+    happens = z3.Bool(_name("restores"))
+    other = z3.Bool(_name("restores")) if broken == "unrestored" else happens
+    fault = "" if broken == "unrestored" else broken
+
+    def restore(m: Machine) -> None:
+        m.restore(happens if isinstance(m, SymMachine) else other)
+
+    return _whole_agree(restore, size, fault, timeout_ms, False)
+
+
+def _whole_agree(
+    run: Callable[[Machine], None], size: int, broken: str, timeout_ms: int, cases: bool
+) -> z3.CheckSatResult:
+    """Whether ``run`` on the whole machine and on its bounded twin with ``size``
+    records makes the same assumptions and leaves the same state (``unsat``)."""
     if broken not in ("", "first", "nested", "unshared"):
         raise ValueError(f"unknown fault {broken!r}: first, nested or unshared")
     facts: list[z3.BoolRef] = []
     s, n = whole_machine(facts, broken=broken)
     b = whole_twin(s, size, "chain")
-    s.micro_step(t)
-    b.micro_step(t)
+    split = _cases(s) if cases else [("every state", z3.BoolVal(True))]
+    run(s)
+    run(b)
     assert b.time == s.time
     same = [lg.eq(x, y) for x, y in _cells(b, s)]
     records = s.records
     assert isinstance(records, SymIndices)
     ran = lg.lift_bool(lg.and_(*s.assumptions)), lg.lift_bool(lg.and_(*b.assumptions))
-    solver = z3.Solver()
-    solver.set("mbqi", False, "timeout", timeout_ms)
-    solver.add(*facts, *records.ground(size), n == size)
-    solver.add(z3.Or(ran[0] != ran[1], z3.And(ran[0], z3.Not(lg.lift_bool(lg.and_(*same))))))
-    return solver.check()
+    differs = z3.Or(ran[0] != ran[1], z3.And(ran[0], z3.Not(lg.lift_bool(lg.and_(*same)))))
+    answer = z3.unsat
+    for _, case in split:
+        solver = z3.Solver()
+        solver.set("mbqi", False, "timeout", timeout_ms)
+        solver.add(*facts, *records.ground(size), n == size, case, differs)
+        answer = solver.check()
+        if answer != z3.unsat:
+            break
+    return answer
 
 
 # -- the monitors over a symbolic number of records --------------------------------------
@@ -1475,3 +1549,118 @@ def monitors_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.
     solver.set("mbqi", False, "timeout", timeout_ms)
     solver.add(*facts, n == size, z3.Not(lg.lift_bool(lg.and_(*same))))
     return solver.check()
+
+
+# -- the whole micro-step keeps the induction's facts about records ----------------------
+#
+# On the whole machine (every cell symbolic), the induction's facts about one record
+# (``induction.delivered`` and ``induction.waiting`` for both views) and the advance
+# loop's (``induction.loop_facts``), each a universal through ``Machine.records``, are
+# assumed, with the facts the induction states per key or channel that they lean on,
+# and asked after ``Machine.micro_step`` itself. The step is asked case by case of the
+# phase it starts in (and, in an advance loop, of what follows the loop): over the
+# whole step at once the instances do not settle within minutes.
+
+
+def whole_families(m: SymMachine, epoch: int, now: Sym) -> list[tuple[str, z3.BoolRef]]:
+    """The induction's facts about records (both views) and the advance loop's, in
+    ``epoch`` with every tick so far below ``now``."""
+    up = m.world["up"]
+    made: list[tuple[str, Sym]] = []
+    for name, view, guard in (("op", m.op, up), ("saved", m.saved, True)):
+        made += m.records.every(ind.delivered(m, name, view, guard))
+        made += m.records.every(ind.waiting(m, name, view, guard, epoch, now))
+    made += ind.loop_facts(m, epoch)
+    return [(name, lg.lift_bool(fact)) for name, fact in made]
+
+
+def _keyed_premises(m: SymMachine, n: z3.ArithRef, now: Sym) -> list[z3.BoolRef]:
+    """The induction's facts per key and channel that :func:`whole_families` leans on
+    (stated there with the ghosts or the store; here as they read the state)."""
+    op, w = m.op, m.world
+    facts: list[Sym] = []
+    for view in (op, m.saved):
+        for c in range(m.c):
+            facts.append(
+                lg.and_(
+                    lg.le(0, view.cell("offset", c)),
+                    lg.le(view.cell("offset", c), w.cell("high", c)),
+                )
+            )
+        for k in range(m.k):
+            rank = view.cell("inserted", k)
+            facts.append(lg.or_(lg.eq(rank, ABSENT), lg.and_(lg.le(0, rank), lg.lt(rank, now))))
+            facts += [
+                lg.implies(lg.lt(rank, ABSENT), lg.ne(rank, view.cell("inserted", other)))
+                for other in range(k + 1, m.k)
+            ]
+            facts.append(lg.eq(view.cell("volatile-rank", k), ABSENT))
+            end, at = view.cell("expected-end", k), view.cell("diverge-at", k)
+            facts.append(lg.and_(lg.le(0, end), lg.le(end, n)))
+            pending = lg.or_(
+                lg.eq(at, -1), lg.and_(lg.eq(at, end), lg.le(view.cell("next", k), at))
+            )
+            facts.append(lg.implies(w["up"] if view is op else True, pending))
+    for c in range(m.c):
+        facts.append(lg.le(w.cell("high", c), n))
+    for k in range(m.k):
+        recovering = lg.or_(
+            lg.lt(op.cell("next", k), op.cell("expected-end", k)),
+            lg.le(0, op.cell("diverge-at", k)),
+        )
+        facts.append(
+            lg.implies(lg.and_(w["up"], recovering), lg.lt(op.cell("inserted", k), ABSENT))
+        )
+    return [lg.lift_bool(f) for f in facts]
+
+
+def _cases(m: SymMachine) -> list[tuple[str, z3.BoolRef]]:
+    """The phases a micro-step may start in, an advance loop by what follows it, and
+    the rest (which the premises leave out); together every state."""
+    w = m.world
+    phase, after = lg.lift_int(w["phase"]), lg.lift_int(w["after"])
+    named = [("idle", phase == IDLE), ("done", phase == DONE)]
+    named += [
+        (f"advance, after {a}", z3.And(phase == ADVANCE, after == a))
+        for a in (AFTER_ARRIVAL, AFTER_RESTORE, AFTER_END, AFTER_NOTHING)
+    ]
+    return [*named, ("other", z3.Not(z3.Or(*(case for _, case in named))))]
+
+
+def whole_families_step(
+    t: int, broken: str = "", only: tuple[str, ...] = (), timeout_ms: int = 30_000
+) -> dict[str, z3.CheckSatResult]:
+    """Whether ``Machine.micro_step(t)`` on the whole machine (:func:`whole_machine`)
+    keeps each fact of :func:`whole_families` (with ``induction._basic``), for every
+    number of records: ``unsat`` for a fact kept in every case of :func:`_cases`, else
+    the first other answer. ``only``: the facts whose names start so. E-matching alone,
+    on the reads of the universals' records (:meth:`SymIndices.every`). ``broken``: as
+    for :class:`SymIndices`; a fact that leans on the search should then not be
+    ``unsat``."""
+    if broken not in ("", "first"):
+        raise ValueError(f"unknown fault {broken!r}: first")
+    facts: list[z3.BoolRef] = []
+    m, n = whole_machine(facts, broken=broken)
+    before, epoch = m.epoch_of(t - 1), m.epoch_of(t)
+    facts += [lg.lift_bool(f) for f in ind._basic(m, before)]
+    facts += [fact for _, fact in whole_families(m, before, m.time)]
+    facts += _keyed_premises(m, n, m.time)
+    cases = _cases(m)
+    m.micro_step(t)
+    facts += [lg.lift_bool(a) for a in m.assumptions]
+    goals = whole_families(m, epoch, m.time)
+    goals += [(f"basic {i}", lg.lift_bool(f)) for i, f in enumerate(ind._basic(m, epoch))]
+    asked = [(name, goal) for name, goal in goals if not only or name.startswith(only)]
+    out = dict.fromkeys((name for name, _ in asked), z3.unsat)
+    for name, goal in asked:
+        for _, case in cases:
+            # one solver a query, nothing in a scope: Z3 preprocesses (and Skolemizes)
+            # only what a solver without push and pop is given; in a scope the same
+            # queries ran to the time limit
+            solver = z3.Solver()
+            solver.set("mbqi", False, "timeout", timeout_ms)
+            solver.add(*facts, case, z3.Not(goal))
+            out[name] = solver.check()
+            if out[name] != z3.unsat:
+                break
+    return out
