@@ -304,8 +304,9 @@ class Machine:
 
     #: The machine's state for :func:`.digest.digest`: what the facts about a state
     #: read. Not the record of the run (``decode``, ``after_epoch``, ``reach``: the
-    #: unrolling reads them), nor what only a micro-step reads (``env``, the budgets):
-    #: a micro-step's effect is in the state it leaves.
+    #: unrolling reads them), nor what only a micro-step reads (``env``, the budgets
+    #: but that of timeouts, whose loop the facts allow): a micro-step's effect is in
+    #: the state it leaves.
     STATE = (
         "contract",
         "plan",
@@ -313,6 +314,7 @@ class Machine:
         "c",
         "k",
         "f",
+        "timeouts",
         "starts",
         "shape",
         "records",

@@ -932,16 +932,13 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
     # goes on with nothing after it, its argument still the arrived input: only when
     # more records than ``give_up_after`` can wait
     gives_up = lg.lt(m.contract.give_up_after, m.records.end)
-    add(
-        "loop's sequel",
-        lg.implies(
-            advancing,
-            lg.and_(
-                lg.le(0, after),
-                lg.le(after, lg.ite(gives_up, enc.AFTER_NOTHING, enc.AFTER_END)),
-            ),
-        ),
-    )
+    # a timeout that gives up goes through the keys as the end of input does
+    timing = m.timeouts > 0 and m.contract.give_up_on_timeout
+    top = enc.AFTER_TIMEOUT if timing else lg.ite(gives_up, enc.AFTER_NOTHING, enc.AFTER_END)
+    sequel = [lg.le(0, after), lg.le(after, top)]
+    if timing:  # nothing after a loop only after a give-up
+        sequel.append(lg.or_(gives_up, lg.ne(after, enc.AFTER_NOTHING)))
+    add("loop's sequel", lg.implies(advancing, lg.and_(*sequel)))
     keyed = (
         advancing,
         lg.ne(after, enc.AFTER_ARRIVAL),
@@ -961,7 +958,8 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
             lg.and_(lg.le(0, w.cell("order", j)), lg.lt(w.cell("order", j), keys)),
         )
     if epoch == 0:
-        add("first epoch loops only at the end", lg.implies(advancing, lg.eq(after, enc.AFTER_END)))
+        ends = [lg.eq(after, enc.AFTER_END), timing and lg.eq(after, enc.AFTER_TIMEOUT)]
+        add("first epoch loops only at the end", lg.implies(advancing, lg.or_(*ends)))
     ending = lg.and_(advancing, lg.eq(after, enc.AFTER_END))
     cut = w["cut"]
     add(

@@ -250,6 +250,15 @@ def test_a_contract_that_gives_up_early_is_inductive_but_for_complete_reuse(
     assert outcome.proved == list(induction.INDUCTIVE)
 
 
+def test_ordered_is_inductive_at_a_bound_with_timeouts() -> None:
+    # a timeout goes through the keys with a sequel of its own (the loop's facts must
+    # allow it, or every bound with timeouts falls back to the unrolling)
+    bound = parse("inputs=2,channels=2,keys=2,crashes=1,timeouts=1")
+    outcome = induction.prove(ORDERED, "stateful", bound, induction.INDUCTIVE)
+    assert outcome.failed == {}
+    assert outcome.proved == list(induction.INDUCTIVE)
+
+
 def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     # without the facts of complete-reuse the rest of the invariant does not keep the
     # flag unset: the proof above is not carried by the other facts alone
