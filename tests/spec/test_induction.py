@@ -188,15 +188,28 @@ def test_read_sets_outcome_rests_on_its_facts(monkeypatch: pytest.MonkeyPatch) -
     assert "may set its flag" in outcome.failed["equivalent-outcome"]
 
 
-@pytest.mark.parametrize("name", ["ordered", "ordered-before-first-tool-call"])
+#: waiting contracts and bounds their invariant proves (the five properties but
+#: complete-reuse): the loop's facts allow the sequel of an advance loop that gives up
+#: after an arrival (more inputs wait than ``give_up_after``) or that a timeout starts,
+#: or every proposed contract that gives up early and every bound with timeouts would
+#: fall back to the unrolling
+_THREE = "inputs=3,channels=2,keys=2,crashes=1"
+WAITING = {
+    "ordered": (ORDERED, _THREE),
+    "ordered-before-first-tool-call": (
+        evolve(ORDERED, name="early", record_order="before-first-tool-call"),
+        _THREE,
+    ),
+    "gives up at once": (evolve(ORDERED, name="give-up-0", give_up_after=0), _THREE),
+    "gives up after one": (evolve(ORDERED, name="give-up-1", give_up_after=1), _THREE),
+    "ordered with timeouts": (ORDERED, "inputs=2,channels=2,keys=2,crashes=1,timeouts=1"),
+}
+
+
+@pytest.mark.parametrize("name", list(WAITING))
 def test_the_waiting_contracts_are_inductive(name: str) -> None:
-    contract = (
-        ORDERED
-        if name == "ordered"
-        else evolve(ORDERED, name=name, record_order="before-first-tool-call")
-    )
-    bound = parse("inputs=3,channels=2,keys=2,crashes=1")
-    outcome = induction.prove(contract, "stateful", bound, induction.INDUCTIVE)
+    contract, bound = WAITING[name]
+    outcome = induction.prove(contract, "stateful", parse(bound), induction.INDUCTIVE)
     assert outcome.failed == {}
     assert outcome.proved == list(induction.INDUCTIVE)
 
@@ -228,35 +241,13 @@ def test_ordered_reuses_completely_with_three_keys() -> None:
 
 def test_an_impatient_ordered_is_not_proved() -> None:
     # gives up on a missing recorded input at once: the unrolling finds its
-    # counterexample; the invariant of ordered must not hold for it
+    # counterexample to complete-reuse; asked with that property's facts, which must not
+    # hold for it, the invariant proves nothing
     impatient = MUTANTS["ordered-impatient"]
     tried = induction.inductive(impatient, "stateful", PROPERTIES)
     assert "complete-reuse" in tried  # the property it breaks
     outcome = induction.prove(impatient, "stateful", SMALL, tried)
     assert outcome.proved == []
-
-
-@pytest.mark.parametrize("give_up_after", [0, 1])
-def test_a_contract_that_gives_up_early_is_inductive_but_for_complete_reuse(
-    give_up_after: int,
-) -> None:
-    # an advance loop after an arrival that gives up goes on with nothing after it:
-    # with more records than give_up_after, the loop's facts must allow that, or every
-    # proposed contract that gives up early falls back to the unrolling
-    contract = evolve(ORDERED, name="ordered-gives-up", give_up_after=give_up_after)
-    bound = parse("inputs=3,channels=2,keys=2,crashes=1,agents=stateful")
-    outcome = induction.prove(contract, "stateful", bound, induction.INDUCTIVE)
-    assert outcome.failed == {}
-    assert outcome.proved == list(induction.INDUCTIVE)
-
-
-def test_ordered_is_inductive_at_a_bound_with_timeouts() -> None:
-    # a timeout goes through the keys with a sequel of its own (the loop's facts must
-    # allow it, or every bound with timeouts falls back to the unrolling)
-    bound = parse("inputs=2,channels=2,keys=2,crashes=1,timeouts=1")
-    outcome = induction.prove(ORDERED, "stateful", bound, induction.INDUCTIVE)
-    assert outcome.failed == {}
-    assert outcome.proved == list(induction.INDUCTIVE)
 
 
 def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) -> None:
