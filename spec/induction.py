@@ -939,6 +939,7 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
     if timing:  # nothing after a loop only after a give-up
         sequel.append(lg.or_(gives_up, lg.ne(after, enc.AFTER_NOTHING)))
     add("loop's sequel", lg.implies(advancing, lg.and_(*sequel)))
+    # a loop whose argument is a place in its order of keys
     keyed = (
         advancing,
         lg.ne(after, enc.AFTER_ARRIVAL),
