@@ -884,17 +884,18 @@ def count_across_take(timeout_ms: int = 20_000) -> z3.CheckSatResult:
 # bounded records one fact per record, over :class:`SymIndices` one universal.
 
 
-def families(m: SymMachine, epoch: int, now: Sym) -> list[tuple[str, z3.BoolRef]]:
-    """The induction's facts that the fragment has the state for, as the induction
-    states them about the live view (``op``) of a running operator in ``epoch``: what
-    was delivered (accepted, waiting), the waiting inputs (every tick so far below
-    ``now``), the advance loop."""
-    op = m.op
-    made = [
-        *m.records.every(ind.delivered(m, "op", op, True)),
-        *m.records.every(ind.waiting(m, "op", op, True, epoch, now)),
-        *ind.loop_facts(m, epoch),
-    ]
+def families(
+    m: SymMachine, epoch: int, now: Sym, views: tuple[tuple[str, Cells, Sym], ...] = ()
+) -> list[tuple[str, z3.BoolRef]]:
+    """The induction's facts about records, as it states them about each of ``views``
+    (name, cells, whether live; by default the live view ``op`` of a running operator)
+    in ``epoch``: what was delivered (accepted, waiting), the waiting inputs (every
+    tick so far below ``now``); and the advance loop's."""
+    made: list[tuple[str, Sym]] = []
+    for name, view, guard in views or (("op", m.op, True),):
+        made += m.records.every(ind.delivered(m, name, view, guard))
+        made += m.records.every(ind.waiting(m, name, view, guard, epoch, now))
+    made += ind.loop_facts(m, epoch)
     return [(name, lg.lift_bool(fact)) for name, fact in made]
 
 
@@ -1460,6 +1461,8 @@ def restore_agree(size: int, broken: str = "", timeout_ms: int = 60_000) -> z3.C
     machine as on the bounded one, from every state. ``broken``: as for
     :class:`SymIndices`, or ``unrestored`` (the bounded machine restores when a
     condition of its own holds); the check should then not be ``unsat``."""
+    if broken not in ("", "first", "nested", "unshared", "unrestored"):
+        raise ValueError(f"unknown fault {broken!r}: first, nested, unshared or unrestored")
     happens = z3.Bool(_name("restores"))
     other = z3.Bool(_name("restores")) if broken == "unrestored" else happens
     fault = "" if broken == "unrestored" else broken
@@ -1563,15 +1566,8 @@ def monitors_agree(size: int, broken: str = "", timeout_ms: int = 30_000) -> z3.
 
 
 def whole_families(m: SymMachine, epoch: int, now: Sym) -> list[tuple[str, z3.BoolRef]]:
-    """The induction's facts about records (both views) and the advance loop's, in
-    ``epoch`` with every tick so far below ``now``."""
-    up = m.world["up"]
-    made: list[tuple[str, Sym]] = []
-    for name, view, guard in (("op", m.op, up), ("saved", m.saved, True)):
-        made += m.records.every(ind.delivered(m, name, view, guard))
-        made += m.records.every(ind.waiting(m, name, view, guard, epoch, now))
-    made += ind.loop_facts(m, epoch)
-    return [(name, lg.lift_bool(fact)) for name, fact in made]
+    """:func:`families` of both views, the live one while the operator is up."""
+    return families(m, epoch, now, (("op", m.op, m.world["up"]), ("saved", m.saved, True)))
 
 
 def _keyed_premises(m: SymMachine, n: z3.ArithRef, now: Sym) -> list[z3.BoolRef]:

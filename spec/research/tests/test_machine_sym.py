@@ -167,6 +167,8 @@ def test_the_whole_micro_step_agrees_with_the_bounded_one(t: int, size: int) -> 
 def test_the_restore_agrees_with_the_bounded_one() -> None:
     assert ms.restore_agree(1) == z3.unsat
     assert ms.restore_agree(1, "unrestored", timeout_ms=5_000) != z3.unsat
+    with pytest.raises(ValueError, match="unknown fault 'late'"):
+        ms.restore_agree(1, "late")
 
 
 def test_a_whole_micro_step_on_a_broken_domain_does_not_agree() -> None:
