@@ -4,6 +4,7 @@ classes its soundness rests on."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -335,3 +336,20 @@ def test_a_long_class_says_how_far_it_is(monkeypatch: pytest.MonkeyPatch) -> Non
     counts = [line.split(": ")[-1].split(" queries")[0] for line in lines if "answered" in line]
     assert counts == [f"{i} of {n}" for i in range(n)]
     assert lines[-1].endswith(" s") and f"in {n} queries" in lines[-1]
+
+
+def test_the_facts_of_a_recorded_input_are_asked_one_a_query() -> None:
+    # each family of ALONE is one the invariant has (a renamed family would silently be
+    # asked with its others again), and each of its facts is a query of its own
+    props = induction.inductive(ORDERED, "stateful", PROPERTIES)
+    t = induction.step_classes(ORDERED, SMALL)[-1]
+    step = induction.build_step(ORDERED, "stateful", SMALL, t, props)
+    family = {name: re.sub(r"[\d ]+$", "", name) for name, _ in step.goals}
+    assert set(induction.ALONE) <= set(family.values())
+    groups = dict(induction._groups(step.goals))
+    for label, goals in groups.items():
+        if any(family[name] in induction.ALONE for name, _ in goals):
+            assert [name for name, _ in goals] == [label]
+    assert len(groups["recorded without gap"]) > 1  # the other families by family
+    asked = [name for goals in groups.values() for name, _ in goals]
+    assert sorted(asked) == sorted(name for name, _ in step.goals)
