@@ -22,7 +22,8 @@ proof cache (:mod:`.proofcache`) is off: every figure is of checks made during t
   published contract at ``--bound`` with ``--deepen-engine`` (``verify``'s default,
   induction, unless told; ``parametric`` opts in to the every-bound steps): the seconds to
   the first counterexample and to all verdicts (or to ``--deepen-deadline``), the
-  verdicts and the largest bound every open property is proved at;
+  verdicts and the largest bound every open property is proved at; each bound begun or
+  proved and each counterexample is said on stderr as it comes;
 - ``parametric``: the opt-in every-bound steps of ``ordered`` (spec/everybound/) that
   ``verify --engine parametric`` runs for its six properties at ``--ordered-bound``;
   their queries do not depend on the bound: each model and agent as a job of its own,
@@ -166,6 +167,20 @@ def proofs(
     return out
 
 
+#: What marks the lines of ``verify --deepen``'s own progress (a bound begun, proved or
+#: stopped at, a counterexample, the reachability checks when every verdict came before
+#: the last bound): the deepen section says these as they come, since a contract with
+#: ``ordered``'s waiting takes twenty minutes or more at the default bound.
+LADDER = (
+    ": deepening to ",
+    ": proved up to ",
+    ": proved for every bound: ",
+    ": counterexample at ",
+    ": stopped while at ",
+    ": reachability checks at ",
+)
+
+
 def deepening(
     files: str, names: str, bound: str, deadline: float, timeout: float, engine: str
 ) -> list[dict[str, Any]]:
@@ -193,6 +208,8 @@ def deepening(
         steps: list[str] = []
 
         def step(line: str, steps: list[str] = steps) -> None:
+            if any(m in line for m in LADDER):  # deepen's own lines, not each class's
+                _say(f"deepen {line}")
             # "<contract>: proved up to <bound>: <properties> (<seconds> s)"
             if ": proved up to " in line:
                 upto = line.split(": proved up to ", 1)[1]

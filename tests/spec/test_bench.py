@@ -14,6 +14,7 @@ from replay_contract.spec.bench import (
     DIMENSIONS,
     _grown,
     _smaller,
+    deepening,
     frontier,
     growth,
     parametric,
@@ -225,3 +226,22 @@ def test_the_parametric_section_runs_verify_as_a_user_does(
     assert all(r["verdict"] == r["expected"] == "proved" for r in each)
     assert {r["property"]: r["engine"] for r in each}["no-lost-input"] == "parametric"
     assert total["verdict"] == "reached: crash,restore,reuse,wait,invalidation"
+
+
+def test_the_deepen_section_says_each_bound_as_it_comes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bound = "inputs=2,channels=2,keys=1,crashes=1"
+    rows = deepening("docs/examples/no-wait.json", "seqnum", bound, 120.0, 60.0, "induction")
+    assert [r["contract"] for r in rows] == ["ordered-no-wait", "seqnum"]
+    said = capsys.readouterr().err.splitlines()
+    for row, name in zip(rows, ("ordered-no-wait", "seqnum"), strict=True):
+        assert row["unknown"] == 0 and row["proved"] > 0
+        # the ladder's lines come as deepen says them, and only those
+        ladder = [line for line in said if line.startswith(f"deepen {name}")]
+        assert any(f"{name}: deepening to {bound}" in line for line in ladder)
+        proved = [line for line in ladder if ": proved up to " in line]
+        assert len(proved) == len(row["bounds proved (wall clock)"].split("; "))
+        assert not any("micro-step" in line for line in ladder)
+    # a counterexample is said as soon as it is found
+    assert any(line.startswith("deepen ordered-no-wait / ") for line in said)
