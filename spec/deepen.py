@@ -41,7 +41,7 @@ from replay_contract.model.trace import Trace
 from . import witness
 from .bound import Bound
 from .properties import BOUNDED_WAITING, PROPERTIES, check
-from .verify import BEHAVIOURS, Result, reduced, verify_contract
+from .verify import BEHAVIOURS, QUERY_TIMEOUT, Result, reduced, verify_contract
 from .verify import reachability as reachability_of
 from .workers import die_with_parent
 
@@ -279,7 +279,7 @@ def deepen(
         # every verdict came before the target: its reachability checks still tell
         # whether a proof there is vacuous (the witnesses make them cheap)
         remaining = None if deadline is None else deadline - (time.monotonic() - started)
-        timeout = kwargs.get("timeout", 600.0)
+        timeout = kwargs.get("timeout", QUERY_TIMEOUT)
         if remaining is None or remaining > 0:
             say(f"{contract.name}: reachability checks at {target}")
             reach = (

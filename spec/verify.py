@@ -145,6 +145,10 @@ def build(
     return Problem(contract, agent, bound, machine, solver, time.monotonic() - started)
 
 
+#: Seconds a solver query may take unless told (``verify --timeout``): the largest queries
+#: of the default bound's step classes take two minutes and more.
+QUERY_TIMEOUT = 600.0
+
 #: Seconds a query pinned to a witness (:mod:`.witness`: a run that breaks a property or
 #: reaches a behaviour) may take before the free search.
 WITNESS_TIMEOUT = 60.0
@@ -426,7 +430,7 @@ def verify_contract(
     contract: Contract,
     bound: Bound,
     properties: Sequence[str] | None = None,
-    timeout: float | None = 600.0,
+    timeout: float | None = QUERY_TIMEOUT,
     reachability: bool = True,
     progress: Progress | None = None,
     workers: int | None = None,
@@ -530,7 +534,7 @@ def verify_contract(
 def reachability(
     contract: Contract,
     bound: Bound,
-    timeout: float | None = 600.0,
+    timeout: float | None = QUERY_TIMEOUT,
     progress: Progress | None = None,
 ) -> dict[str, str]:
     """Only the reachability checks of :func:`verify_contract`, for a bound whose

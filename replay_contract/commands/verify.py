@@ -32,6 +32,7 @@ from replay_contract.spec.bound import (
     too_large,
 )
 from replay_contract.spec.properties import BOUNDED_WAITING, PROPERTIES
+from replay_contract.spec.verify import QUERY_TIMEOUT
 
 
 def register(sub: Any) -> None:
@@ -67,8 +68,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--timeout",
         type=positive_number,
-        default=600.0,
-        help="seconds per solver query before the verdict is unknown (default 600)",
+        default=QUERY_TIMEOUT,
+        help=f"seconds per solver query before the verdict is unknown (default {QUERY_TIMEOUT:g})",
     )
     p.add_argument(
         "--engine",

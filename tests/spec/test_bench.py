@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from replay_contract.model.contracts import ORDERED, SEQNUM
-from replay_contract.spec import bounded_explore
+from replay_contract.spec import bench, bounded_explore
 from replay_contract.spec.bench import (
     DIMENSIONS,
+    TIMEOUT,
     _grown,
     _smaller,
     deepening,
@@ -23,6 +25,7 @@ from replay_contract.spec.bench import (
 from replay_contract.spec.bound import parse
 from replay_contract.spec.everybound import parametric_engine
 from replay_contract.spec.properties import BOUNDED_WAITING, PROPERTIES
+from replay_contract.spec.verify import QUERY_TIMEOUT
 
 
 def test_an_exploration_cut_short_proves_nothing() -> None:
@@ -245,3 +248,34 @@ def test_the_deepen_section_says_each_bound_as_it_comes(
         assert not any("micro-step" in line for line in ladder)
     # a counterexample is said as soon as it is found
     assert any(line.startswith("deepen ordered-no-wait / ") for line in said)
+
+
+@pytest.mark.parametrize(
+    ("argv", "deepen", "others"),
+    [([], QUERY_TIMEOUT, TIMEOUT), (["--timeout", "5"], 5.0, 5.0)],
+)
+def test_the_deepen_section_gives_a_query_what_verify_gives(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    deepen: float,
+    others: float,
+) -> None:
+    # what a user runs (verify --deepen) has verify's own timeout a query unless told:
+    # the benchmark's shorter one would leave the largest queries of the default bound
+    # unknown
+    given: dict[str, float] = {}
+
+    def deepening(*args: Any) -> list[dict[str, Any]]:
+        given["deepen"] = args[4]
+        return []
+
+    def counterexamples(bound: str, timeout: float) -> list[dict[str, Any]]:
+        given["others"] = timeout
+        return []
+
+    monkeypatch.setattr(bench, "deepening", deepening)
+    monkeypatch.setattr(bench, "counterexamples", counterexamples)
+    assert bench.main(["--only", "deepen,counterexamples", *argv]) == 0
+    assert given == {"deepen": deepen, "others": others}
+    assert f"the deepen section: {deepen} s" in capsys.readouterr().out
