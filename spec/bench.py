@@ -39,7 +39,7 @@ the unrolling elsewhere, and ``--engine parametric`` with the parametric steps f
 the ``engine`` column says which answered.
 
 Each solver query gets ``--timeout`` seconds (two minutes unless told; the ``deepen``
-section ``verify``'s own ten, since the largest queries of its waiting contracts at the
+section ``verify``'s own ten minutes, since the largest queries of its waiting contracts at the
 default bound take two minutes and more, and its deadline ends it); a query that runs out
 is reported as ``unknown``, so the benchmark always ends.
 """
@@ -462,11 +462,11 @@ def parametric(bound: str, timeout: float) -> list[dict[str, Any]]:
     return rows
 
 
-#: The sections of the benchmark, in the order they run.
 #: Seconds a solver query may take in every section but ``deepen`` unless told: a query
 #: that runs out is ``unknown``, so the benchmark ends.
 TIMEOUT = 120.0
 
+#: The sections of the benchmark, in the order they run.
 SECTIONS = (
     "proofs",
     "deepen",
