@@ -1592,8 +1592,10 @@ def _groups(goals: list[tuple[str, Any]]) -> list[tuple[str, list[tuple[str, Any
     """The goals asked together: the facts about one store slot in one query, the other
     facts of one family (one fact for each view, key, position or record) in one query,
     each flag and basic fact alone, and each fact of the families of :data:`ALONE`.
-    Fewer, larger queries were measured faster, up to these (the facts of an epoch's
-    slots in one query, or all facts, were slower)."""
+    Fewer, larger queries were measured faster, up to these at the smaller bounds (the
+    facts of an epoch's slots in one query, or all facts, were slower); at the default
+    bound six slots a query was faster inside an epoch and slower at a restore, about
+    even over a deepening (``spec/notes/deepen-bench.md``, thirty-eighth session)."""
     out: dict[str, list[tuple[str, Any]]] = {}
     for name, goal in goals:
         slot = re.search(r"\bslot \d+", name)

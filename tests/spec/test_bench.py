@@ -1,4 +1,5 @@
-"""The benchmark of ``verify``: the explorer's deadline and the frontier it finds."""
+"""The benchmark of ``verify``: the explorer's deadline and the frontier it finds, and the
+sections that run ``verify`` as a user does (deepen, parametric)."""
 
 from __future__ import annotations
 
