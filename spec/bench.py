@@ -169,20 +169,6 @@ def proofs(
     return out
 
 
-#: What marks the lines of ``verify --deepen``'s own progress (a bound begun, proved or
-#: stopped at, a counterexample, the reachability checks when every verdict came before
-#: the last bound): the deepen section says these as they come, since a contract with
-#: ``ordered``'s waiting takes twenty minutes or more at the default bound.
-LADDER = (
-    ": deepening to ",
-    ": proved up to ",
-    ": proved for every bound: ",
-    ": counterexample at ",
-    ": stopped while at ",
-    ": reachability checks at ",
-)
-
-
 def deepening(
     files: str, names: str, bound: str, deadline: float, timeout: float, engine: str
 ) -> list[dict[str, Any]]:
@@ -210,8 +196,6 @@ def deepening(
         steps: list[str] = []
 
         def step(line: str, steps: list[str] = steps) -> None:
-            if any(m in line for m in LADDER):  # deepen's own lines, not each class's
-                _say(f"deepen {line}")
             # "<contract>: proved up to <bound>: <properties> (<seconds> s)"
             if ": proved up to " in line:
                 upto = line.split(": proved up to ", 1)[1]
@@ -223,6 +207,7 @@ def deepening(
             deadline=deadline,
             progress=step,
             found=found,
+            milestones=lambda line: _say(f"deepen {line}"),
             timeout=timeout,
             engine=engine,
         )

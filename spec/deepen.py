@@ -203,12 +203,15 @@ def deepen(
     deadline: float | None = None,
     progress: Progress | None = None,
     found: Found | None = None,
+    milestones: Progress | None = None,
     **kwargs: Any,
 ) -> list[Result]:
     """Every property of ``properties`` at ``target`` (default: as
     :func:`.verify.verify_contract`'s), cheapest answers first.
 
-    ``found`` is called with each counterexample as soon as it is known; ``deadline``
+    ``found`` is called with each counterexample as soon as it is known; ``milestones``,
+    besides ``progress``, with each line of the deepening's own (a bound begun, proved or stopped
+    at, a counterexample, the reachability checks), not those of each step; ``deadline``
     (seconds) stops the proofs, and the properties not decided by then are ``unknown``
     with the bound they are proved up to. ``kwargs`` go to
     :func:`.verify.verify_contract` (``timeout``, ``reachability``, ``workers``,
@@ -216,7 +219,12 @@ def deepen(
     started = time.monotonic()
     if properties is None:  # as verify_contract: bounded-waiting only with a timeout step
         properties = [p for p in PROPERTIES if target.timeouts or p != BOUNDED_WAITING]
-    say = progress or (lambda _: None)
+
+    def say(line: str) -> None:
+        for tell in (progress, milestones):
+            if tell is not None:
+                tell(line)
+
     bounds = ladder(target)
     results: dict[str, Result] = {}
     seconds = SAMPLE_SECONDS if deadline is None else min(SAMPLE_SECONDS, deadline / 4)
