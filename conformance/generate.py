@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import random
 import string
-from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
@@ -294,15 +293,3 @@ def redeliver(rng: random.Random, topology: Topology, head: tuple[Step, ...]) ->
         record = channels.deliver(_record_of(channels, rng.choice(pending)))
         steps.append(Step("deliver", record.identity))
     return tuple(steps)
-
-
-def describe_seed(seed: int) -> dict[str, Any]:
-    """What a seed's scenario contains, for progress lines and reports."""
-    s = generate(seed)
-    return {
-        "seed": seed,
-        "keys": len(s.topology.keys),
-        "channels": len(s.topology.channels),
-        "actions": len(s.agent.actions),
-        "steps": len(s.schedule),
-    }

@@ -30,10 +30,6 @@ Path = tuple[str, ...]
 Memory = Mapping[str, Any]
 
 
-def path_text(path: Path) -> str:
-    return ">".join(path)
-
-
 @frozen
 class Action:
     """One action of the agent."""

@@ -27,11 +27,10 @@ from replay_contract.model.scenario import Scenario, loads
 
 from .bound import MANIFEST_ENGINE, Bound, parse
 
-#: The folder of this package in a checkout (``--write`` rewrites the counterexample files
-#: there); reading goes through :mod:`importlib.resources`, so an installed wheel reads
-#: the manifest and the counterexamples it ships as package data.
+#: The folder of this package in a checkout. Reading goes through :mod:`importlib.resources`,
+#: so that an installed wheel reads the manifest and the counterexamples it ships as package
+#: data.
 ROOT = Path(__file__).resolve().parent
-PATH = ROOT / "manifest.json"
 
 
 @frozen

@@ -50,8 +50,6 @@ from .induction import Check, ClassOutcome, Outcome
 from .properties import BOUNDED_WAITING, COMPLETE_REUSE, PROPERTIES, check, check_all
 from .workers import Key, Workers, die_with_parent
 
-VERDICTS = ("proved", "counterexample", "unknown")
-
 BEHAVIOURS = ("crash", "restore", "reuse", "wait", "invalidation")
 
 

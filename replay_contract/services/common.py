@@ -168,16 +168,6 @@ def write_state(directory: Path, state: Mapping[str, Any]) -> None:
         ) from None
 
 
-def clear_state(directory: Path) -> None:
-    """Forget the recorded processes (configuration, data and logs stay)."""
-    try:
-        (directory / STATE_FILE).unlink(missing_ok=True)
-    except OSError as exc:
-        raise ServiceError(
-            f"{directory / STATE_FILE}: cannot remove ({exc.strerror or exc})"
-        ) from None
-
-
 # --- Java and Maven ----------------------------------------------------------------------
 
 

@@ -879,9 +879,3 @@ def count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
     return value
-
-
-def fact_names() -> list[str]:
-    """The names of the invariant's facts (``--drop`` takes them)."""
-    o = Options(safeguard=True)
-    return [n for n, _ in all_facts(fresh_state("names"), z3.Int("s"), z3.Int("k"), z3.Int("q"), o)]

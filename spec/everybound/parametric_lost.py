@@ -514,13 +514,6 @@ def all_facts(
     ]
 
 
-def fact_names(excuse: bool = False) -> list[str]:
-    """The names of the invariant's facts (``--drop`` takes them)."""
-    st = fresh_state("names")
-    r, k, j = z3.Int("r"), z3.Int("k"), z3.Int("j")
-    return [n for n, _ in all_facts(st, r, k, j, excuse=excuse)]
-
-
 def bounds(st: LState, r: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.BoolRef]:
     """The bound of the parameters, as plain assumptions about the terms of a query."""
     out: list[z3.BoolRef] = []

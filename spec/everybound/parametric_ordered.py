@@ -619,15 +619,6 @@ def all_facts(st: OState, s: z3.ArithRef, k: z3.ArithRef, q: z3.ArithRef, o: Opt
     return slot_facts(st, s, q, o) + key_facts(st, k, q, o) + global_facts(st, o)
 
 
-def fact_names(o: Options | None = None) -> list[str]:
-    """The names of the invariant's facts with the options ``o`` (``--drop`` takes
-    them; None: with every option)."""
-    st = fresh_state("names")
-    o = o or Options(safeguard=True, isolation=True, outcome=True, complete=True)
-    facts = all_facts(st, z3.Int("s"), z3.Int("k"), z3.Int("q"), o)
-    return [n for n, _ in facts + record_facts(st, z3.Int("r"), o)]
-
-
 def bounds(st: OState, s: z3.ArithRef, k: z3.ArithRef, o: Options) -> list[z3.BoolRef]:
     """The bound of the parameters, as plain assumptions about the terms of a query."""
     out: list[z3.BoolRef] = []
