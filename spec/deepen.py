@@ -209,11 +209,11 @@ def deepen(
     """Every property of ``properties`` at ``target`` (default: as
     :func:`.verify.verify_contract`'s), cheapest answers first.
 
-    ``found`` is called with each counterexample as soon as it is known; ``milestones``,
-    besides ``progress``, with each line of the deepening's own (a bound begun, proved or stopped
-    at, a counterexample, the reachability checks), not those of each step; ``deadline``
-    (seconds) stops the proofs, and the properties not decided by then are ``unknown``
-    with the bound they are proved up to. ``kwargs`` go to
+    ``found`` is called with each counterexample as soon as it is known. ``progress``
+    hears every line; ``milestones`` only the deepening's own (a bound begun, proved or
+    stopped at, a counterexample, the reachability checks), not those of each step
+    class. ``deadline`` (seconds) stops the proofs, and the properties not decided by
+    then are ``unknown`` with the bound they are proved up to. ``kwargs`` go to
     :func:`.verify.verify_contract` (``timeout``, ``reachability``, ``workers``,
     ``engine``); the reachability checks are made at the target only."""
     started = time.monotonic()
