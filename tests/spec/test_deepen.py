@@ -22,8 +22,9 @@ from replay_contract.cli import main
 from replay_contract.exits import INTERRUPTED, NO_ANSWER
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
+from replay_contract.spec import deepen as deepening
 from replay_contract.spec.bound import DEFAULT, parse
-from replay_contract.spec.deepen import deepen, ladder, sample
+from replay_contract.spec.deepen import deepen, estimate, ladder, sample
 from replay_contract.spec.properties import PROPERTIES, check
 
 NO_WAIT = evolve(ORDERED, name="ordered-no-wait", wait=False)
@@ -39,6 +40,35 @@ def test_the_ladder_raises_one_dimension_at_a_time_up_to_the_bound() -> None:
         assert (b.inputs > a.inputs) != (b.crashes > a.crashes)
     tiny = parse("inputs=1,channels=1,keys=1,crashes=0")
     assert ladder(tiny) == [tiny]
+
+
+def test_the_next_step_is_estimated_from_how_one_input_grew_the_time() -> None:
+    steps = ladder(DEFAULT)  # (2, 1), (3, 1), (3, 2), (4, 2), (6, 2)
+    seconds = [8.7, 12.8, 40.9, 146.5]
+    done = list(zip(steps, seconds, strict=False))
+    # each input multiplied the time by 146.5 / 40.9 from three to four: twice more
+    assert estimate(done, steps[4]) == pytest.approx(146.5 * (146.5 / 40.9) ** 2)
+    # the crashes changed between the steps before the fourth: its factor is unknown
+    assert [estimate(done[:i], steps[i]) for i in range(4)] == [None] * 4
+    # steps too short to measure, or a bound that is not the latest's with more inputs
+    assert estimate([(steps[2], 0.2), (steps[3], 0.5)], steps[4]) is None
+    assert estimate(done, evolve(steps[4], keys=3)) is None
+    assert estimate(done, steps[3]) is None
+
+
+def test_the_line_of_a_step_says_about_how_long_it_will_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(deepening, "MEASURABLE", 0.0)  # every step here takes well under 1 s
+    bound = parse("inputs=4,channels=2,keys=1,crashes=1")
+    said: list[str] = []
+    deepen(SEQNUM, bound, ["no-stale-reuse"], progress=said.append, reachability=False, workers=1)
+    starts = [line for line in said if ": deepening to " in line]
+    assert [b.inputs for b in ladder(bound)] == [2, 3, 4]
+    assert len(starts) == 3
+    assert not any("at the growth so far" in line for line in starts[:2])
+    assert starts[2].startswith(f"seqnum: deepening to {bound} (no-stale-reuse); about ")
+    assert starts[2].endswith(" at the growth so far")
 
 
 def test_random_runs_find_each_broken_property_reduced_and_replayed() -> None:
