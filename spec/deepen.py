@@ -96,9 +96,8 @@ def estimate(done: Sequence[tuple[Bound, float]], bound: Bound) -> float | None:
     before it (each bound with its seconds, in the ladder's order), or ``None`` when they
     do not tell: the latest of them times, per input added, the factor by which one input
     multiplied the time between the two latest. All three bounds must differ in inputs
-    alone (the factor differs with the crashes: on ``ordered`` about 1.5 from two inputs
-    to three with one crash, 3.6 from three to four with two), so the ladder's first
-    steps, a few seconds each, have none. A step read back from the proof cache takes
+    alone (the factor differs with the crashes, ``spec/notes/deepen-bench.md``), so the
+    ladder's first steps, a few seconds each, have none. A step read back from the proof cache takes
     hundredths of a second and gives none either; one read back in part (a run stopped
     within it) makes the estimate low."""
 
