@@ -797,8 +797,9 @@ def _by_induction(
         p: Result(contract.name, p, "proved", bound, share, engines={agent: "induction"})
         for p in outcome.proved
     }
-    for p in proved:
-        _say(f"{contract.name} / {p} / {agent}: proved by induction ({share:.1f} s)")
+    if proved:
+        names = ", ".join(proved)
+        _say(f"{contract.name} / induction / {agent}: proved {names} ({outcome.seconds:.1f} s)")
     return proved, dict.fromkeys(outcome.failed, share)
 
 
