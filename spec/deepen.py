@@ -97,9 +97,9 @@ def estimate(done: Sequence[tuple[Bound, float]], bound: Bound) -> float | None:
     do not tell: the latest of them times, per input added, the factor by which one input
     multiplied the time between the two latest. All three bounds must differ in inputs
     alone (the factor differs with the crashes, ``spec/notes/deepen-bench.md``), so the
-    ladder's first steps, a few seconds each, have none. A step read back from the proof cache takes
-    hundredths of a second and gives none either; one read back in part (a run stopped
-    within it) makes the estimate low."""
+    ladder's first steps, a few seconds each, have none. A step read back from the proof
+    cache takes hundredths of a second and gives none either; one read back in part (a
+    run stopped within it) makes the estimate low."""
 
     def like(other: Bound) -> bool:
         return evolve(other, inputs=bound.inputs) == bound
