@@ -314,6 +314,7 @@ class Machine:
         "c",
         "k",
         "f",
+        "one_checkpoint",
         "timeouts",
         "starts",
         "shape",
