@@ -1015,8 +1015,8 @@ class Machine:
         }
         # checkpoint and plain crash
         checkpointing = lg.and_(idle, up, move.checkpoint)
-        if self.one_checkpoint and self.current == self.f:
-            checkpointing = False  # none in the last epoch
+        if without_checkpoint(self, self.current):
+            checkpointing = False
         info["checkpoint"] = checkpointing  # what happened, for the decoded schedule
         if self.one_checkpoint:
             self.assume(lg.not_(lg.and_(checkpointing, w["checkpointed"])))
@@ -1253,6 +1253,12 @@ def symbolic_shape(bound: BoundLike, solver_assume: Callable[[Sym], None]) -> Sh
     changed = lg.count([lg.ne(m, 0) for m in mode])
     solver_assume(lg.lift_bool(lg.le(changed, bound.changes)))
     return Shape(list(channel), list(key), list(mode))
+
+
+def without_checkpoint(m: Machine, epoch: int) -> bool:
+    """Whether ``m`` takes no checkpoint in ``epoch``: the last one, when only the last
+    checkpoint before a restore counts (``one_checkpoint``), since no restore follows."""
+    return m.one_checkpoint and epoch == m.f
 
 
 def quiet_checkpoints(contract: Contract) -> bool:

@@ -302,13 +302,13 @@ def _memory_before(plan: Plan, entry: int, memory: Sym, record: Sym, version: Sy
 
 def _views(m: enc.Machine, epoch: int) -> tuple[tuple[str, Cells, Sym], ...]:
     """The views the facts of ``epoch`` are about, each with its name and the condition
-    under which it holds (the live one while the operator is up). In the last epoch of a
-    machine that takes no checkpoint there (``one_checkpoint``) the checkpoint's view no
+    under which it holds (the live one while the operator is up). In an epoch without a
+    checkpoint (:func:`.encoding.without_checkpoint`, the last) the checkpoint's view no
     longer changes and no restore reads it: facts about it would only be asked again
     after every step (the ghosts they read change with every accept), so there are none.
     Fewer facts make a weaker invariant, which the steps still have to keep."""
     live = ("op", m.op, m.world["up"])
-    if m.one_checkpoint and epoch == m.f:
+    if enc.without_checkpoint(m, epoch):
         return (live,)
     return (live, ("saved", m.saved, True))
 
