@@ -75,7 +75,7 @@ _NUMBERS = ("inputs", "channels", "keys", "crashes", "changes", "timeouts")
 
 #: The largest bound ``verify`` is known to finish (docs/howto/verify.md): the witnesses
 #: and the induction engine's proofs of ``seqnum`` at it take minutes on 2 cores. A
-#: contract that waits (``ordered``) takes 25 to 35 minutes already at :data:`DEFAULT`.
+#: contract that waits (``ordered``) takes 20 to 30 minutes already at :data:`DEFAULT`.
 LARGEST_KNOWN = Bound(inputs=8, channels=3, keys=2, crashes=2)
 
 #: The most of each dimension ``verify`` accepts. Every engine's formulas, its witness
@@ -96,7 +96,7 @@ def too_large(bound: Bound) -> str | None:
         f"bound: {name}={getattr(bound, name)} is too large for verify (at most "
         f"{name}={getattr(LIMIT, name)}; the largest bound known to finish is {LARGEST_KNOWN}, "
         f"in minutes on 2 cores for seqnum, while a waiting contract such as ordered takes "
-        f"25 to 35 minutes at {DEFAULT}); to judge a long run, record it and use "
+        f"20 to 30 minutes at {DEFAULT}); to judge a long run, record it and use "
         "replay-contract check"
     )
 
