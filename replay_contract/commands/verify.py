@@ -189,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     for contract in chosen:
         texts: list[str] = []
         shown: set[str] = set()
+        begun = time.monotonic()
         if engine != "parametric":
             _opt_in_hint(contract, bound, props, progress)
         hint = (
@@ -261,8 +262,8 @@ def run(args: argparse.Namespace) -> int:
                 "  reachable within the bound: "
                 + said
                 + (f"; unrolling {budget}" if budget else "")
-                + "\n"
             )
+            texts.append(f"  {_clock(time.monotonic() - begun, deepening)}\n")
             print("\n".join(texts), flush=True)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -312,6 +313,16 @@ def _status(
     if expected is not None:
         return HOLDS if expected[contract, prop] == verdict else BROKEN
     return BROKEN if verdict == "counterexample" else HOLDS
+
+
+def _clock(wall: float, deepening: bool) -> str:
+    """The contract's wall-clock time, and what the time of each verdict above is: the
+    time from the start to it when deepening, else its share of the solver time (the
+    time of every process that checked the properties together, divided among them),
+    which on several cores can be far from the wall clock."""
+    if deepening:
+        return f"wall clock: {wall:.1f} s (the times above: from the start to each verdict)"
+    return f"wall clock: {wall:.1f} s (the times above: each property's share of the solver time)"
 
 
 def _text(r: Any, table: str, hint: str) -> str:

@@ -8,6 +8,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -143,6 +144,23 @@ def test_cli_contract_file_deepens(tmp_path: Path, capsys: pytest.CaptureFixture
     (result,) = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "counterexample"
     assert Path(result["counterexample"]).exists()
+
+
+def test_cli_text_says_the_wall_clock_each_verdict_falls_within(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # deepening, the time of a verdict is the time from the start to it: never past the
+    # wall clock the table ends with
+    proposal = tmp_path / "no-wait.json"
+    proposal.write_text(json.dumps({"name": "nw", "based_on": "ordered", "wait": False}))
+    bound = "inputs=2,channels=2,keys=1,crashes=1"
+    argv = ["verify", "--contract-file", str(proposal), "--bound", bound, "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    (clock,) = re.findall(r"^  wall clock: ([\d.]+) s \(the times above: from the start", out, re.M)
+    times = re.findall(r"^nw +[a-z-]+ +(?:proved|counterexample|unknown) +([\d.]+) s", out, re.M)
+    assert len(times) == len(PROPERTIES) - 1  # bounded-waiting needs timeouts in the bound
+    assert all(float(t) <= float(clock) for t in times)
 
 
 def _alive_in_session(session: int) -> list[int]:
