@@ -75,7 +75,8 @@ _NUMBERS = ("inputs", "channels", "keys", "crashes", "changes", "timeouts")
 
 #: The largest bound ``verify`` is known to finish (docs/howto/verify.md): the witnesses
 #: and the induction engine's proofs of ``seqnum`` at it take minutes on 2 cores. A
-#: contract that waits (``ordered``) takes 20 to 30 minutes already at :data:`DEFAULT`.
+#: contract that waits (``ordered``) takes tens of minutes already at :data:`DEFAULT`
+#: (the figure :func:`too_large` gives, as the docs do).
 LARGEST_KNOWN = Bound(inputs=8, channels=3, keys=2, crashes=2)
 
 #: The most of each dimension ``verify`` accepts. Every engine's formulas, its witness
