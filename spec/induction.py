@@ -1673,7 +1673,9 @@ def check_step_class(
     out; the first fact found broken ends it. Each class is checked on its own: a step
     assumes the invariant, not what an earlier step found. The outcome of a check whose
     queries were all answered is kept in the proof cache (:mod:`.proofcache`) and read
-    back, instead of checking again, by the same check."""
+    back, instead of checking again, by the same check; a check that ends before that
+    keeps the queries it answered ``unsat`` (at least every :data:`PARTIAL_EVERY`
+    seconds), and the same check started again asks only the others."""
     started = time.monotonic()
     classes = step_classes(contract, bound)
     if t not in classes:
@@ -1701,11 +1703,25 @@ def check_step_class(
         step.solver.set("timeout", max(1, int(timeout * 1000)))
     failed: dict[str, str] = {}
     broken = ""
-    asked = 0
     settled = True  # no query unknown
     groups = [(label, goals) for label, goals in _groups(step.goals) if _flag(label) not in skip]
-    said = time.monotonic()
+    begun = proofcache.read(proofcache.partial(cached), _PARTIAL)
+    proved: list[str] = []
+    earlier = 0.0  # the seconds of the queries read back
+    if begun is not None:
+        labels = {label for label, _ in groups}
+        proved = [label for label in begun["proved"] if isinstance(label, str) and label in labels]
+        earlier = float(begun["seconds"])
+        if say is not None and proved:
+            say(
+                f"{contract.name} / induction / {agent}: micro-step {t}: {len(proved)} of "
+                f"{len(groups)} queries from the proof cache (answered in {earlier:.1f} s)"
+            )
+    asked = len(proved)
+    said = kept = time.monotonic()
     for label, goals in groups:
+        if label in proved:
+            continue
         prop = _flag(label)
         if say is not None and time.monotonic() - said >= PROGRESS_EVERY:
             said = time.monotonic()
@@ -1713,6 +1729,10 @@ def check_step_class(
                 f"{contract.name} / induction / {agent}: micro-step {t}: {asked} of "
                 f"{len(groups)} queries answered ({said - started:.0f} s)"
             )
+        if time.monotonic() - kept >= PARTIAL_EVERY:
+            kept = time.monotonic()
+            so_far = {"proved": proved, "seconds": round(earlier + kept - started, 3)}
+            proofcache.write(proofcache.partial(cached), so_far)
         step.solver.push()
         step.solver.add(z3.Or(*(goal for _, goal in goals)))
         result = step.solver.check()
@@ -1725,6 +1745,7 @@ def check_step_class(
         step.solver.pop()
         asked += 1
         if result == z3.unsat:
+            proved.append(label)
             continue
         what = "its flag" if prop else f"the fact '{name}'"
         why = (
@@ -1740,7 +1761,11 @@ def check_step_class(
     seconds = time.monotonic() - started
     if settled:
         record = {"failed": failed, "broken": broken, "queries": asked, "facts": len(step.goals)}
-        proofcache.write(cached, {**record, "seconds": round(seconds, 3)})
+        proofcache.write(cached, {**record, "seconds": round(earlier + seconds, 3)})
+        proofcache.remove(proofcache.partial(cached))
+    elif proved:
+        so_far = {"proved": proved, "seconds": round(earlier + seconds, 3)}
+        proofcache.write(proofcache.partial(cached), so_far)
     if say is not None:
         say(f"{_class_line(contract, agent, bound, t, len(step.goals), asked)} {seconds:.1f} s")
     return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
@@ -1754,6 +1779,14 @@ def _flag(label: str) -> str:
 #: How often (seconds) a step class's check says how far it is: a class of the default
 #: bound may take minutes.
 PROGRESS_EVERY = 30.0
+
+#: How often (seconds) at least a step class's check keeps the queries it has answered
+#: ``unsat`` so far, so that a check stopped before its end loses no more than that.
+PARTIAL_EVERY = 10.0
+
+#: What the proof cache keeps of a check stopped before its end: the labels of the groups
+#: of :func:`_groups` answered ``unsat``, and the seconds they took.
+_PARTIAL: dict[str, type | tuple[type, ...]] = {"proved": list, "seconds": (int, float)}
 
 #: What the proof cache keeps of a step class's check (:mod:`.proofcache`).
 _CACHED: dict[str, type | tuple[type, ...]] = {

@@ -12,6 +12,12 @@ and started again, the same change under another name, a second look at a verdic
 reads the outcome instead of asking the solver. Any change of the code or of Z3 gives
 other names, so an outcome is only ever reused for the very formulas it answered.
 
+A check stopped before its end (``--deadline``, Ctrl-C, a query without an answer) keeps
+what it proved so far under the same name with :data:`PARTIAL` after it: the queries
+answered ``unsat``. Each assumes the whole invariant, never another query's answer, so
+the check started again asks only the others; the partial entry goes once the whole
+outcome is written.
+
 Where: ``$REPLAY_CONTRACT_PROOF_CACHE``, or ``proofs/`` in the download cache
 (:func:`replay_contract.cache.cache_dir`);
 ``REPLAY_CONTRACT_PROOF_CACHE=off`` (or ``verify --no-proof-cache``) turns it off. An
@@ -40,6 +46,9 @@ from .bound import Bound
 FORMAT = 1
 
 OFF = "off"
+
+#: What names the partial entry of a check (:func:`partial`).
+PARTIAL = ".partial"
 
 #: Whether a write failed in this process (the others are not tried).
 _unwritable = False
@@ -109,6 +118,11 @@ def key(
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
+def partial(name: str) -> str:
+    """The name under which the check ``name`` keeps what it proved before it ended."""
+    return name + PARTIAL
+
+
 def _path(name: str) -> Path | None:
     top = folder()
     return None if top is None else top / name[:2] / f"{name}.json"
@@ -158,3 +172,14 @@ def write(name: str, outcome: dict[str, Any]) -> None:
     except OSError as e:
         _unwritable = True
         print(f"proof cache: {path}: cannot write ({e}); not kept", file=sys.stderr)
+
+
+def remove(name: str) -> None:
+    """Forget the entry ``name`` if there is one (a partial entry the whole outcome
+    replaces)."""
+    path = _path(name)
+    if path is not None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            print(f"proof cache: {path}: cannot remove ({e})", file=sys.stderr)

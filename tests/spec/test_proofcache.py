@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import z3
 from attrs import evolve
 
 from replay_contract import model, spec
@@ -147,11 +148,58 @@ def test_a_cache_that_cannot_be_written_is_said_once(
     assert len(said) == 1 and str(blocker) in said[0] and said[0].endswith("not kept")
 
 
+def _partial(entry: Path) -> bool:
+    return entry.name.endswith(f"{proofcache.PARTIAL}.json")
+
+
 def test_a_class_with_an_unknown_query_is_not_written(cache: Path) -> None:
     t = induction.step_classes(ORDERED, LARGER)[1]
     outcome = _check(t, [], timeout=0.001)  # a millisecond per query: some are unknown
     assert "did not settle" in outcome.broken + "".join(outcome.failed.values())
-    assert _entries(cache) == []
+    assert [entry for entry in _entries(cache) if not _partial(entry)] == []
+
+
+class Stop(Exception):
+    """Stands for Ctrl-C or a deadline in the middle of a step class's check."""
+
+
+def test_a_check_stopped_part_way_asks_only_the_rest_when_started_again(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(induction, "PARTIAL_EVERY", 0.0)  # keep each answer at once
+    t = induction.step_classes(ORDERED, LARGER)[-1]
+    answered = 7
+    asked: list[int] = []
+    check = z3.Solver.check
+
+    def counted(solver: z3.Solver, *args: Any) -> Any:
+        if len(asked) == answered and stopping:
+            raise Stop
+        asked.append(1)
+        return check(solver, *args)
+
+    monkeypatch.setattr(z3.Solver, "check", counted)
+    stopping = True
+    with pytest.raises(Stop):
+        _check(t, [])
+    (entry,) = _entries(cache)
+    assert _partial(entry)
+    kept = json.loads(entry.read_text())["outcome"]
+    assert len(kept["proved"]) == answered and kept["seconds"] > 0
+
+    stopping = False
+    asked.clear()
+    lines: list[str] = []
+    again = _check(t, lines)
+    assert again.failed == {} and again.broken == ""
+    assert len(asked) == again.queries - answered  # only the queries not answered before
+    assert f"{answered} of {again.queries} queries from the proof cache" in lines[0]
+    (whole,) = _entries(cache)  # the partial entry gave way to the whole outcome
+    assert not _partial(whole)
+    assert json.loads(whole.read_text())["outcome"]["queries"] == again.queries
+
+    fresh = _check(t, [])  # read back whole
+    assert fresh.queries == again.queries and len(asked) == again.queries - answered
 
 
 def test_verify_reads_back_what_it_proved_unless_told_not_to(cache: Path, tmp_path: Path) -> None:
