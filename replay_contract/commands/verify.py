@@ -263,7 +263,10 @@ def run(args: argparse.Namespace) -> int:
                 + said
                 + (f"; unrolling {budget}" if budget else "")
             )
-            texts.append(f"  {_clock(time.monotonic() - begun, deepening)}\n")
+            texts.append(f"  {_clock(time.monotonic() - begun, deepening)}")
+            if _resumable(results):
+                texts.append(f"  {RESUME}")
+            texts[-1] += "\n"
             print("\n".join(texts), flush=True)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -323,6 +326,18 @@ def _clock(wall: float, deepening: bool) -> str:
     if deepening:
         return f"wall clock: {wall:.1f} s (the times above: from the start to each verdict)"
     return f"wall clock: {wall:.1f} s (the times above: each property's share of the solver time)"
+
+
+#: What the table says under a deepening that was stopped, when the proof cache is on.
+RESUME = (
+    "stopped: what was proved is in the proof cache, and the same command again goes on from there"
+)
+
+
+def _resumable(results: list[Any]) -> bool:
+    """Whether the proofs were stopped before their end and the proof cache kept them."""
+    stopped = any(r.verdict == "unknown" and "; stopped before " in r.reason for r in results)
+    return stopped and proofcache.folder() is not None
 
 
 def _text(r: Any, table: str, hint: str) -> str:

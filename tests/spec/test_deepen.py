@@ -20,6 +20,7 @@ import pytest
 from attrs import evolve
 
 from replay_contract.cli import main
+from replay_contract.commands import verify as verify_command
 from replay_contract.exits import INTERRUPTED, NO_ANSWER
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
@@ -231,10 +232,17 @@ def test_a_killed_verify_leaves_no_solver_running(sig: signal.Signals, tmp_path:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_terminated_deepening_shows_what_it_knows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "cache"])
+def test_a_terminated_deepening_shows_what_it_knows(
+    cache: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if cache:
+        monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", str(tmp_path / "proofs"))
     run = _start(tmp_path, "--deepen")
     out, err = _end(run, signal.SIGTERM)
     assert run.returncode == NO_ANSWER, err
     rows = [line for line in out.splitlines() if line.startswith("ordered ")]
     assert len(rows) == 6 and all(" unknown " in row for row in rows), out
     assert "stopped while at inputs=" in err
+    # how to go on is said only where the proof cache kept what was proved
+    assert (f"  {verify_command.RESUME}" in out.splitlines()) == cache, out
