@@ -53,6 +53,9 @@ SAMPLE_SECONDS = 5.0
 #: Random runs per bound of the ladder (within :data:`SAMPLE_SECONDS`).
 SAMPLE_RUNS = 400
 
+#: What the reason of a property left open by a stopped deepening says before the bound.
+STOPPED = "stopped before"
+
 Progress = Callable[[str], None]
 Found = Callable[[Result], None]
 
@@ -358,7 +361,7 @@ def deepen(
                 "unknown",
                 target,
                 time.monotonic() - started,
-                reason=f"{upto}; stopped before {target}",
+                reason=f"{upto}; {STOPPED} {target}",
                 reachable=dict(reach),
             )
         )

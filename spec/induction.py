@@ -1718,9 +1718,10 @@ def check_step_class(
                 f"{len(groups)} queries from the proof cache (answered in {earlier:.1f} s)"
             )
     asked = len(proved)
+    read_back = set(proved)
     said = kept = time.monotonic()
     for label, goals in groups:
-        if label in proved:
+        if label in read_back:
             continue
         prop = _flag(label)
         if say is not None and time.monotonic() - said >= PROGRESS_EVERY:

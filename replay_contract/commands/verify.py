@@ -336,7 +336,9 @@ RESUME = (
 
 def _resumable(results: list[Any]) -> bool:
     """Whether the proofs were stopped before their end and the proof cache kept them."""
-    stopped = any(r.verdict == "unknown" and "; stopped before " in r.reason for r in results)
+    from replay_contract.spec.deepen import STOPPED
+
+    stopped = any(r.verdict == "unknown" and f"; {STOPPED} " in r.reason for r in results)
     return stopped and proofcache.folder() is not None
 
 
