@@ -1719,6 +1719,15 @@ def check_step_class(
             )
     asked = len(proved)
     read_back = set(proved)
+    kept_count = len(proved)
+
+    def keep() -> None:  # the queries proved so far, when there are more than last kept
+        nonlocal kept_count
+        if len(proved) > kept_count:
+            so_far = {"proved": proved, "seconds": round(earlier + time.monotonic() - started, 3)}
+            proofcache.write(proofcache.partial(cached), so_far)
+            kept_count = len(proved)
+
     said = kept = time.monotonic()
     for label, goals in groups:
         if label in read_back:
@@ -1732,8 +1741,7 @@ def check_step_class(
             )
         if time.monotonic() - kept >= PARTIAL_EVERY:
             kept = time.monotonic()
-            so_far = {"proved": proved, "seconds": round(earlier + kept - started, 3)}
-            proofcache.write(proofcache.partial(cached), so_far)
+            keep()
         step.solver.push()
         step.solver.add(z3.Or(*(goal for _, goal in goals)))
         result = step.solver.check()
@@ -1764,9 +1772,8 @@ def check_step_class(
         record = {"failed": failed, "broken": broken, "queries": asked, "facts": len(step.goals)}
         proofcache.write(cached, {**record, "seconds": round(earlier + seconds, 3)})
         proofcache.remove(proofcache.partial(cached))
-    elif proved:
-        so_far = {"proved": proved, "seconds": round(earlier + seconds, 3)}
-        proofcache.write(proofcache.partial(cached), so_far)
+    else:
+        keep()
     if say is not None:
         say(f"{_class_line(contract, agent, bound, t, len(step.goals), asked)} {seconds:.1f} s")
     return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
