@@ -40,7 +40,7 @@ from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Step
 from replay_contract.model.trace import Trace
 
-from . import witness
+from . import proofcache, witness
 from .bound import Bound
 from .properties import BOUNDED_WAITING, PROPERTIES, check
 from .verify import BEHAVIOURS, QUERY_TIMEOUT, Result, reduced, verify_contract
@@ -100,9 +100,9 @@ def estimate(done: Sequence[tuple[Bound, float]], bound: Bound) -> float | None:
     do not tell: the latest of them times, per input added, the factor by which one input
     multiplied the time between the two latest. All three bounds must differ in inputs
     alone (the factor differs with the crashes, ``spec/notes/deepen-bench.md``), so the
-    ladder's first steps, a few seconds each, have none. A step read back from the proof
-    cache takes hundredths of a second and gives none either; one read back in part (a
-    run stopped within it) makes the estimate low."""
+    ladder's first steps, a few seconds each, have none. A step's seconds are the wall
+    clock over every run that worked on it (:func:`.proofcache.spent`), so a step read
+    back from the proof cache counts as long as it took to prove."""
 
     def like(other: Bound) -> bool:
         return evolve(other, inputs=bound.inputs) == bound
@@ -288,22 +288,22 @@ def deepen(
         remaining = None if deadline is None else deadline - (time.monotonic() - started)
         if remaining is not None and remaining <= 0:
             break
+        options = {**kwargs, "reachability": reachability and last}
+        step = _cached(contract, bound, open_, options)
         guess = estimate(done, bound)
         expect = f"; {_duration(guess)} at the growth so far" if guess is not None else ""
+        earlier = proofcache.begun(step)
+        if earlier > 0 and earlier >= MEASURABLE:
+            expect += f"{';' if guess is None else ','} {_duration(earlier)} of it in earlier runs"
         say(f"{contract.name}: deepening to {bound} ({', '.join(open_)}){expect}")
         begun = time.monotonic()
-        answers = _step(
-            contract,
-            bound,
-            open_,
-            {**kwargs, "reachability": reachability and last, "progress": progress},
-            remaining,
-        )
+        answers = _step(contract, bound, open_, {**options, "progress": progress}, remaining)
+        took = proofcache.spent(step, time.monotonic() - begun, whole=answers is not None)
         if answers is None:
             say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
             stopped = True
             break
-        done.append((bound, time.monotonic() - begun))
+        done.append((bound, took))
         for r in answers:
             r.seconds = time.monotonic() - started  # the wall time to this answer
             if r.verdict == "counterexample":
@@ -366,6 +366,14 @@ def deepen(
             )
         )
     return out
+
+
+def _cached(
+    contract: Contract, bound: Bound, properties: Sequence[str], options: dict[str, Any]
+) -> str:
+    """The name of a step in the proof cache: its options of a plain value name it."""
+    plain = {k: v for k, v in options.items() if isinstance(v, (str, int, float, bool))}
+    return proofcache.ladder_key(contract, bound, properties, plain)
 
 
 def _since(started: float) -> str:

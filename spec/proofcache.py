@@ -18,6 +18,10 @@ answered ``unsat``. Each assumes the whole invariant, never another query's answ
 the check started again asks only the others; the partial entry goes once the whole
 outcome is written.
 
+A step of a deepening keeps, beside its classes, the wall clock it took over the runs
+that worked on it (:func:`spent`), so that the estimate of the next step
+(:func:`.deepen.estimate`) holds when the steps before it are read back in a moment.
+
 Where: ``$REPLAY_CONTRACT_PROOF_CACHE``, or ``proofs/`` in the download cache
 (:func:`replay_contract.cache.cache_dir`);
 ``REPLAY_CONTRACT_PROOF_CACHE=off`` (or ``verify --no-proof-cache``) turns it off. An
@@ -104,18 +108,59 @@ def key(
     skip: Sequence[str],
 ) -> str:
     """The name of a step class's check: what its formulas are a function of."""
+    return _name(
+        contract,
+        {
+            "agent": agent,
+            "bound": str(bound),
+            "t": t,
+            "properties": list(properties),
+            "skip": sorted(skip),
+        },
+    )
+
+
+def ladder_key(
+    contract: Contract, bound: Bound, properties: Sequence[str], options: Mapping[str, Any]
+) -> str:
+    """The name of a step of a deepening (:mod:`.deepen`): the properties it asks at
+    ``bound``, with the ``options`` of :func:`.verify.verify_contract` it asks them
+    with."""
+    return _name(
+        contract,
+        {"ladder": str(bound), "properties": list(properties), "options": dict(options)},
+    )
+
+
+def _name(contract: Contract, what: Mapping[str, Any]) -> str:
     rules = {k: v for k, v in contract.to_json().items() if k not in ("name", "description")}
-    what = {
-        "format": FORMAT,
-        "code": code_fingerprint(),
-        "rules": rules,
-        "agent": agent,
-        "bound": str(bound),
-        "t": t,
-        "properties": list(properties),
-        "skip": sorted(skip),
-    }
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+    named = {"format": FORMAT, "code": code_fingerprint(), "rules": rules, **what}
+    return hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()
+
+
+def spent(name: str, seconds: float, whole: bool) -> float:
+    """The wall-clock seconds the work ``name`` has taken over every run that worked on
+    it, this run's ``seconds`` among them, kept under ``name``; ``whole`` when this run
+    finished it. Once it is finished the figure stays: a run that reads the work back
+    from the cache in a moment takes as long, for an estimate, as the runs that did it.
+    With the cache off, ``seconds``."""
+    known = read(name, _SPENT)
+    if known is not None and known["whole"]:
+        return float(known["seconds"])
+    total = seconds + (0.0 if known is None else float(known["seconds"]))
+    write(name, {"seconds": round(total, 3), "whole": whole})
+    return total
+
+
+def begun(name: str) -> float:
+    """The seconds earlier runs spent on the work ``name`` without finishing it (0 when
+    none did, or one finished it)."""
+    known = read(name, _SPENT)
+    return 0.0 if known is None or known["whole"] else float(known["seconds"])
+
+
+#: The fields of an entry of :func:`spent`.
+_SPENT: dict[str, type | tuple[type, ...]] = {"seconds": (int, float), "whole": bool}
 
 
 def partial(name: str) -> str:
@@ -143,7 +188,8 @@ def read(name: str, fields: Mapping[str, type | tuple[type, ...]]) -> dict[str, 
         if not isinstance(outcome, dict):
             raise ValueError("no outcome")
         for field, kind in fields.items():
-            if not isinstance(outcome.get(field), kind) or isinstance(outcome[field], bool):
+            value = outcome.get(field)
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise ValueError(f"no {field} of the right type")
         return outcome
     except (OSError, ValueError) as e:

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from attrs import evolve
@@ -25,6 +26,7 @@ from replay_contract.exits import INTERRUPTED, NO_ANSWER
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.run import simulate
 from replay_contract.spec import deepen as deepening
+from replay_contract.spec import proofcache
 from replay_contract.spec.bound import DEFAULT, parse
 from replay_contract.spec.deepen import deepen, estimate, ladder, sample
 from replay_contract.spec.properties import PROPERTIES, check
@@ -71,6 +73,48 @@ def test_the_line_of_a_step_says_about_how_long_it_will_take(
     assert not any("at the growth so far" in line for line in starts[:2])
     assert starts[2].startswith(f"seqnum: deepening to {bound} (no-stale-reuse); about ")
     assert starts[2].endswith(" at the growth so far")
+
+
+def test_a_step_read_back_from_the_proof_cache_counts_as_long_as_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", str(tmp_path / "proofs"))
+    bound = parse("inputs=4,channels=2,keys=1,crashes=1")
+    seen: list[list[tuple[str, float]]] = []
+    estimated = deepening.estimate
+
+    def seeing(done: list[tuple[Any, float]], at: Any) -> float | None:
+        seen.append([(str(b), s) for b, s in done])
+        return estimated(done, at)
+
+    monkeypatch.setattr(deepening, "estimate", seeing)
+
+    def run() -> list[tuple[str, float]]:
+        seen.clear()
+        deepen(SEQNUM, bound, ["no-stale-reuse"], reachability=False, workers=1)
+        return seen[-1]  # the steps before the last, as the last one's line saw them
+
+    first = run()
+    assert [b for b, _ in first] == [str(b) for b in ladder(bound)[:2]]
+    assert all(s > 0 for _, s in first)
+    again = run()  # every class read back: the steps take what they took the first time
+    assert again == [(b, pytest.approx(s, abs=1e-3)) for b, s in first]
+
+
+def test_a_step_begun_in_an_earlier_run_says_how_much_of_it_was_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", str(tmp_path / "proofs"))
+    bound = parse("inputs=3,channels=2,keys=1,crashes=1")
+    props = ("no-stale-reuse",)
+    step = deepening._cached(SEQNUM, bound, props, {"workers": 1, "reachability": False})
+    proofcache.spent(step, 200.0, whole=False)  # as a run stopped in it after 200 s
+    said: list[str] = []
+    deepen(SEQNUM, bound, props, progress=said.append, reachability=False, workers=1)
+    (line,) = [line for line in said if f": deepening to {bound} " in line]
+    assert line.endswith("(no-stale-reuse); about 3 min of it in earlier runs")
+    assert proofcache.spent(step, 0.0, whole=False) > 200.0  # finished: the two runs'
+    assert proofcache.begun(step) == 0.0
 
 
 def test_random_runs_find_each_broken_property_reduced_and_replayed() -> None:

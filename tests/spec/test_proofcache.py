@@ -202,6 +202,28 @@ def test_a_check_stopped_part_way_asks_only_the_rest_when_started_again(
     assert fresh.queries == again.queries and len(asked) == again.queries - answered
 
 
+def test_the_time_of_a_piece_of_work_adds_up_over_the_runs_until_it_is_done(
+    cache: Path,
+) -> None:
+    step = proofcache.ladder_key(ORDERED, LARGER, PROPERTIES, {"workers": 2})
+    assert proofcache.spent(step, 5.0, whole=False) == 5.0  # a run stopped in it
+    assert proofcache.spent(step, 3.0, whole=True) == 8.0  # the run that finished it
+    assert proofcache.spent(step, 0.01, whole=True) == 8.0  # read back at once
+    assert proofcache.spent(step, 0.01, whole=False) == 8.0
+    other = proofcache.ladder_key(ORDERED, LARGER, PROPERTIES, {"workers": 1})
+    assert other != step and proofcache.spent(other, 2.0, whole=True) == 2.0
+    assert len(_entries(cache)) == 2
+
+
+def test_the_time_of_a_piece_of_work_is_this_runs_without_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", proofcache.OFF)
+    step = proofcache.ladder_key(ORDERED, LARGER, PROPERTIES, {})
+    assert proofcache.spent(step, 5.0, whole=True) == 5.0
+    assert proofcache.spent(step, 0.5, whole=True) == 0.5
+
+
 def test_verify_reads_back_what_it_proved_unless_told_not_to(cache: Path, tmp_path: Path) -> None:
     def verify(*extra: str) -> tuple[list[Any], str]:
         argv = ["verify", "--contract", "seqnum", "--bound", str(SMALL), "--engine", "induction"]
