@@ -97,7 +97,7 @@ def too_large(bound: Bound) -> str | None:
         f"bound: {name}={getattr(bound, name)} is too large for verify (at most "
         f"{name}={getattr(LIMIT, name)}; the largest bound known to finish is {LARGEST_KNOWN}, "
         f"in minutes on 2 cores for seqnum, while a waiting contract such as ordered takes "
-        f"20 to 30 minutes at {DEFAULT}); to judge a long run, record it and use "
+        f"15 to 30 minutes at {DEFAULT}); to judge a long run, record it and use "
         "replay-contract check"
     )
 
