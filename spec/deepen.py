@@ -289,7 +289,7 @@ def deepen(
         if remaining is not None and remaining <= 0:
             break
         options = {**kwargs, "reachability": reachability and last}
-        step = _cached(contract, bound, open_, options)
+        step = proofcache.ladder_key(contract, bound, open_, options)
         guess = estimate(done, bound)
         expect = f"; {_duration(guess)} at the growth so far" if guess is not None else ""
         earlier = proofcache.begun(step)
@@ -366,14 +366,6 @@ def deepen(
             )
         )
     return out
-
-
-def _cached(
-    contract: Contract, bound: Bound, properties: Sequence[str], options: dict[str, Any]
-) -> str:
-    """The name of a step in the proof cache: its options of a plain value name it."""
-    plain = {k: v for k, v in options.items() if isinstance(v, (str, int, float, bool))}
-    return proofcache.ladder_key(contract, bound, properties, plain)
 
 
 def _since(started: float) -> str:

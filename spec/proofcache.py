@@ -124,12 +124,10 @@ def ladder_key(
     contract: Contract, bound: Bound, properties: Sequence[str], options: Mapping[str, Any]
 ) -> str:
     """The name of a step of a deepening (:mod:`.deepen`): the properties it asks at
-    ``bound``, with the ``options`` of :func:`.verify.verify_contract` it asks them
-    with."""
-    return _name(
-        contract,
-        {"ladder": str(bound), "properties": list(properties), "options": dict(options)},
-    )
+    ``bound``, with the ``options`` of :func:`.verify.verify_contract` it asks them with
+    (those of a plain value: a callback names nothing)."""
+    plain = {k: v for k, v in options.items() if isinstance(v, (str, int, float, bool))}
+    return _name(contract, {"ladder": str(bound), "properties": list(properties), "options": plain})
 
 
 def _name(contract: Contract, what: Mapping[str, Any]) -> str:

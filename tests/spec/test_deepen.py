@@ -107,7 +107,7 @@ def test_a_step_begun_in_an_earlier_run_says_how_much_of_it_was_done(
     monkeypatch.setenv("REPLAY_CONTRACT_PROOF_CACHE", str(tmp_path / "proofs"))
     bound = parse("inputs=3,channels=2,keys=1,crashes=1")
     props = ("no-stale-reuse",)
-    step = deepening._cached(SEQNUM, bound, props, {"workers": 1, "reachability": False})
+    step = proofcache.ladder_key(SEQNUM, bound, props, {"workers": 1, "reachability": False})
     proofcache.spent(step, 200.0, whole=False)  # as a run stopped in it after 200 s
     said: list[str] = []
     deepen(SEQNUM, bound, props, progress=said.append, reachability=False, workers=1)
