@@ -40,7 +40,7 @@ from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Step
 from replay_contract.model.trace import Trace
 
-from . import proofcache, witness
+from . import induction, proofcache, witness
 from .bound import Bound
 from .properties import BOUNDED_WAITING, PROPERTIES, check
 from .verify import BEHAVIOURS, QUERY_TIMEOUT, Result, reduced, verify_contract
@@ -177,6 +177,25 @@ def _counterexample(
     )
 
 
+def tracks(
+    contract: Contract, target: Bound, properties: Sequence[str], engine: str
+) -> list[tuple[str, ...]]:
+    """The properties in the order the ladder takes them: first those induction tries
+    for every agent of ``target``, up to it, then the rest (left to the unrolling, which
+    grows much faster with the bound). So the proofs an invariant gives come at the
+    bound asked even when the unrolling of the other properties takes far longer; a
+    contract whose invariant covers every property has one track, as before."""
+    if engine == "unrolling":
+        return [tuple(properties)]
+    first = tuple(
+        p
+        for p in properties
+        if all(induction.inductive(contract, agent, [p]) for agent in target.agents)
+    )
+    rest = tuple(p for p in properties if p not in first)
+    return [group for group in (first, rest) if group]
+
+
 def _step(
     contract: Contract,
     bound: Bound,
@@ -279,55 +298,63 @@ def deepen(
     reach: dict[str, str] = {}
     stopped = False
     reachability = kwargs.pop("reachability", True)
-    done: list[tuple[Bound, float]] = []  # each step's bound and seconds, for estimates
-    for bound in bounds:
-        open_ = tuple(p for p in properties if p not in results and p not in every_bound)
-        if not open_:
-            break
-        last = bound == target
-        remaining = None if deadline is None else deadline - (time.monotonic() - started)
-        if remaining is not None and remaining <= 0:
-            break
-        options = {**kwargs, "reachability": reachability and last}
-        step = proofcache.ladder_key(contract, bound, open_, options)
-        guess = estimate(done, bound)
-        expect = f"; {_duration(guess)} at the growth so far" if guess is not None else ""
-        earlier = proofcache.begun(step)
-        if earlier > 0 and earlier >= MEASURABLE:
-            expect += f"{';' if guess is None else ','} {_duration(earlier)} of it in earlier runs"
-        say(f"{contract.name}: deepening to {bound} ({', '.join(open_)}){expect}")
-        begun = time.monotonic()
-        answers = _step(contract, bound, open_, {**options, "progress": progress}, remaining)
-        took = proofcache.spent(step, time.monotonic() - begun, whole=answers is not None)
-        if answers is None:
-            say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
-            stopped = True
-            break
-        done.append((bound, took))
-        for r in answers:
-            r.seconds = time.monotonic() - started  # the wall time to this answer
-            if r.verdict == "counterexample":
-                results[r.property] = r
-                say(f"{contract.name} / {r.property}: counterexample at {bound}")
-                if found:
-                    found(r)
-            elif r.verdict == "proved":
-                proved_at[r.property] = bound
-                if last:
+    groups = tracks(contract, target, properties, kwargs.get("engine", "unrolling"))
+    for group in groups:
+        done: list[tuple[Bound, float]] = []  # each step's bound and seconds, for estimates
+        for bound in bounds:
+            open_ = tuple(p for p in group if p not in results and p not in every_bound)
+            if not open_:
+                break
+            last = bound == target
+            remaining = None if deadline is None else deadline - (time.monotonic() - started)
+            if remaining is not None and remaining <= 0:
+                stopped = True
+                break
+            checks = reachability and last and not reach  # once, by the first at the target
+            options = {**kwargs, "reachability": checks}
+            step = proofcache.ladder_key(contract, bound, open_, options)
+            guess = estimate(done, bound)
+            expect = f"; {_duration(guess)} at the growth so far" if guess is not None else ""
+            earlier = proofcache.begun(step)
+            if earlier > 0 and earlier >= MEASURABLE:
+                comma = ";" if guess is None else ","
+                expect += f"{comma} {_duration(earlier)} of it in earlier runs"
+            say(f"{contract.name}: deepening to {bound} ({', '.join(open_)}){expect}")
+            begun = time.monotonic()
+            answers = _step(contract, bound, open_, {**options, "progress": progress}, remaining)
+            took = proofcache.spent(step, time.monotonic() - begun, whole=answers is not None)
+            if answers is None:
+                say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
+                stopped = True
+                break
+            done.append((bound, took))
+            for r in answers:
+                r.seconds = time.monotonic() - started  # the wall time to this answer
+                if r.verdict == "counterexample":
                     results[r.property] = r
-                elif r.engines and set(r.engines.values()) == {"parametric"}:
-                    every_bound.add(r.property)
-                    results[r.property] = evolve(r, bound=target)
-            elif last:
-                results[r.property] = r
-        proved = sorted(p for p, b in proved_at.items() if b == bound and p not in every_bound)
-        if proved:
-            say(f"{contract.name}: proved up to {bound}: {', '.join(proved)} ({_since(started)})")
-        if every_bound & set(open_):
-            ours = ", ".join(sorted(every_bound & set(open_)))
-            say(f"{contract.name}: proved for every bound: {ours} ({_since(started)})")
-        if last:
-            reach = answers[0].reachable if answers else {}
+                    say(f"{contract.name} / {r.property}: counterexample at {bound}")
+                    if found:
+                        found(r)
+                elif r.verdict == "proved":
+                    proved_at[r.property] = bound
+                    if last:
+                        results[r.property] = r
+                    elif r.engines and set(r.engines.values()) == {"parametric"}:
+                        every_bound.add(r.property)
+                        results[r.property] = evolve(r, bound=target)
+                elif last:
+                    results[r.property] = r
+            proved = sorted(p for p in open_ if proved_at.get(p) == bound and p not in every_bound)
+            if proved:
+                upto = f"{contract.name}: proved up to {bound}: {', '.join(proved)}"
+                say(f"{upto} ({_since(started)})")
+            if every_bound & set(open_):
+                ours = ", ".join(sorted(every_bound & set(open_)))
+                say(f"{contract.name}: proved for every bound: {ours} ({_since(started)})")
+            if checks:
+                reach = answers[0].reachable if answers else {}
+        if stopped:
+            break
     if reachability and not reach and not stopped:
         # every verdict came before the target: its reachability checks still tell
         # whether a proof there is vacuous (the witnesses make them cheap)
@@ -339,11 +366,13 @@ def deepen(
                 _in_group(lambda: reachability_of(contract, target, timeout, progress), remaining)
                 or {}
             )
-        missing = [b for b in ("crash", "restore") if reach.get(b) == "unreachable"]
-        for r in results.values():
-            if r.verdict == "proved" and missing:
-                r.verdict = "unknown"
-                r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
+    # a proof is vacuous without a crash and a restore (each track's proofs, whichever
+    # step made the checks)
+    missing = [b for b in ("crash", "restore") if reach.get(b) == "unreachable"]
+    for r in results.values():
+        if r.verdict == "proved" and missing:
+            r.verdict = "unknown"
+            r.reason = f"vacuous: no {' and no '.join(missing)} is reachable within the bound"
     if reachability and not reach:  # stopped before the checks were made
         reach = dict.fromkeys(BEHAVIOURS, "not checked (stopped)")
     for r in results.values():

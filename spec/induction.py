@@ -24,9 +24,11 @@ own (:func:`check_step_class`): :func:`prove` checks them in class order, ``veri
 several cores as jobs of their own, put together in class order (:func:`settle`).
 
 The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIES`;
-:func:`unsupported` says which rules a contract lacks); every other contract that does
-not wait gets the *generic* invariant (:func:`generic`), which has only the delivery
-facts (and, for a lookup by reads, the outcome facts) and covers :data:`GENERIC`. The
+:func:`unsupported` says which rules a contract lacks); every other contract gets the
+*generic* invariant (:func:`generic`), which has only the delivery facts (and, for a
+lookup by reads, the outcome facts; for a contract that waits, the facts of its keys'
+ranks, waiting inputs and advance loop that do not read the store) and covers
+:data:`GENERIC`. The
 families' main ghost is the
 *recorded order* ``G[view][key][position]`` = (record, version), for the live state and
 the checkpoint's, written by every kept accept in both views, copied by a checkpoint
@@ -110,8 +112,8 @@ FAMILIES: dict[bool, dict[str, object]] = {
 
 
 def unsupported(contract: Contract) -> str:
-    """Why neither family's invariant fits ``contract`` (empty when one does); a contract
-    that does not wait then gets the generic one (:func:`generic`)."""
+    """Why neither family's invariant fits ``contract`` (empty when one does); the
+    contract then gets the generic one (:func:`generic`)."""
     needs = FAMILIES[contract.wait]
     off = [
         f"{name}={getattr(contract, name)!r}"
@@ -140,9 +142,9 @@ def not_covered(contract: Contract, agent: str) -> str:
 
 
 def generic(contract: Contract) -> bool:
-    """``contract`` does not wait and fits neither family: it gets the *generic*
-    invariant, which knows nothing of the recorded order and covers :data:`GENERIC`."""
-    return bool(unsupported(contract)) and not contract.wait
+    """``contract`` fits neither family: it gets the *generic* invariant, which knows
+    nothing of the store or the recorded order and covers :data:`GENERIC`."""
+    return bool(unsupported(contract))
 
 
 def inductive(contract: Contract, agent: str, properties: Sequence[str]) -> list[str]:
@@ -329,6 +331,8 @@ def invariant(
     views = _views(m, epoch)
     if generic(m.contract):
         _delivery_facts(m, views, add)
+        if m.contract.wait:
+            _generic_waiting_facts(m, epoch, now, add)
         if m.contract.match == "reads" and "equivalent-outcome" in properties:
             # a reuse gives what the action, run now on the same reads, would give
             written = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
@@ -1023,6 +1027,74 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
     return facts + m.records.every(reaches)
 
 
+def recovering(view: Cells, key: int) -> Sym:
+    """Key ``key`` recovers in ``view``: recorded inputs are still expected, or a
+    divergence is pending."""
+    return lg.or_(
+        lg.lt(view.cell("next", key), view.cell("expected-end", key)),
+        lg.le(0, view.cell("diverge-at", key)),
+    )
+
+
+def _rank_facts(
+    m: enc.Machine,
+    name: str,
+    view: Cells,
+    guard: Sym,
+    epoch: int,
+    now: int,
+    add: Callable[[str, Sym], None],
+) -> None:
+    """The facts of a waiting contract about each key's place in ``view`` (named
+    ``name``) and the inputs that wait there: the expected order ends within the
+    records, each key is inserted at a tick of its own before ``now`` (or not at all),
+    the first epoch expects nothing, and a waiting input's key has a rank."""
+    keys = m.k
+    for k in range(keys):
+        ee, da = view.cell("expected-end", k), view.cell("diverge-at", k)
+        add(f"expected end {name} {k}", lg.and_(lg.le(0, ee), lg.le(ee, m.n)))
+        inserted = view.cell("inserted", k)
+        add(
+            f"inserted {name} {k}",
+            lg.or_(lg.eq(inserted, enc.ABSENT), lg.and_(lg.le(0, inserted), lg.lt(inserted, now))),
+        )
+        for other in range(k + 1, keys):
+            add(
+                f"inserted apart {name} {k} {other}",
+                lg.implies(
+                    lg.lt(inserted, enc.ABSENT), lg.ne(inserted, view.cell("inserted", other))
+                ),
+            )
+        if m.contract.durable_invalidation:
+            add(f"no volatile rank {name} {k}", lg.eq(view.cell("volatile-rank", k), enc.ABSENT))
+        if epoch == 0:
+            add(f"first epoch expects nothing {name} {k}", lg.and_(lg.eq(ee, 0), lg.eq(da, -1)))
+    for label, fact in m.records.every(waiting(m, name, view, guard, epoch, now)):
+        add(label, fact)
+
+
+def _generic_waiting_facts(
+    m: enc.Machine, epoch: int, now: int, add: Callable[[str, Sym], None]
+) -> None:
+    """The facts the generic invariant adds for a contract that waits: those of
+    :func:`_rank_facts`, a recovering key is inserted (so the loops of the end of input
+    and of a timeout reach its waiting inputs), and the advance loop is well formed.
+    None reads the store or the recorded order, so they hold whatever the rules of
+    lookup, order and invalidation."""
+    for name, view, guard in _views(m, epoch):
+        _rank_facts(m, name, view, guard, epoch, now, add)
+        for k in range(m.k):
+            add(
+                f"recovering key inserted {name} {k}",
+                lg.implies(
+                    lg.and_(guard, recovering(view, k)),
+                    lg.lt(view.cell("inserted", k), enc.ABSENT),
+                ),
+            )
+    for name, fact in loop_facts(m, epoch):
+        add(name, fact)
+
+
 def _waiting_facts(
     m: enc.Machine,
     ghosts: Ghosts,
@@ -1116,32 +1188,13 @@ def _waiting_facts(
             ee, da = view.cell("expected-end", k), view.cell("diverge-at", k)
             add(
                 f"recovering key in view {name} {k}",
-                lg.implies(lg.and_(guard, lg.or_(lg.lt(nxt, ee), lg.le(0, da))), appears(view, k)),
+                lg.implies(lg.and_(guard, recovering(view, k)), appears(view, k)),
             )
-            add(f"expected end {name} {k}", lg.and_(lg.le(0, ee), lg.le(ee, n)))
             add(
                 f"pending divergence {name} {k}",
                 lg.implies(guard, lg.or_(lg.eq(da, -1), lg.and_(lg.eq(da, ee), lg.le(nxt, da)))),
             )
-            inserted = view.cell("inserted", k)
-            add(
-                f"inserted {name} {k}",
-                lg.or_(
-                    lg.eq(inserted, enc.ABSENT), lg.and_(lg.le(0, inserted), lg.lt(inserted, now))
-                ),
-            )
-            for other in range(k + 1, keys):
-                add(
-                    f"inserted apart {name} {k} {other}",
-                    lg.implies(
-                        lg.lt(inserted, enc.ABSENT), lg.ne(inserted, view.cell("inserted", other))
-                    ),
-                )
-            add(f"no volatile rank {name} {k}", lg.eq(view.cell("volatile-rank", k), enc.ABSENT))
-            if epoch == 0:
-                add(f"first epoch expects nothing {name} {k}", lg.and_(lg.eq(ee, 0), lg.eq(da, -1)))
-        for label, fact in m.records.every(waiting(m, name, view, guard, epoch, now)):
-            add(label, fact)
+        _rank_facts(m, name, view, guard, epoch, now, add)
     for k in range(keys):
         nxt, ee, da = op.cell("next", k), op.cell("expected-end", k), op.cell("diverge-at", k)
         add(f"expected before end {k}", lg.implies(up, lg.le(ee, end[k])))
@@ -1164,7 +1217,7 @@ def _waiting_facts(
         add(
             f"recovering key inserted {k}",
             lg.implies(
-                lg.and_(up, lg.or_(lg.lt(nxt, ee), lg.le(0, da))),
+                lg.and_(up, recovering(op, k)),
                 lg.lt(op.cell("inserted", k), enc.ABSENT),
             ),
         )

@@ -24,6 +24,7 @@ from replay_contract.cli import main
 from replay_contract.commands import verify as verify_command
 from replay_contract.exits import INTERRUPTED, NO_ANSWER
 from replay_contract.model.contracts import ORDERED, SEQNUM
+from replay_contract.model.mutants import MUTANTS
 from replay_contract.model.run import simulate
 from replay_contract.spec import deepen as deepening
 from replay_contract.spec import proofcache
@@ -150,6 +151,48 @@ def test_deepening_agrees_with_the_manifest_at_a_small_bound() -> None:
     assert verdicts == {"no-stale-reuse": "proved", "complete-reuse": "counterexample"}
     assert shown == ["complete-reuse"]
     assert any(f"proved up to {bound}: no-stale-reuse" in line for line in said)
+
+
+def test_what_induction_tries_is_deepened_before_what_is_left_to_the_unrolling() -> None:
+    volatile = MUTANTS["ordered-volatile-invalidation"]  # waits, fits neither family
+    assert deepening.tracks(volatile, DEFAULT, PROPERTIES, "induction") == [
+        ("key-isolation", "no-lost-input"),
+        tuple(p for p in PROPERTIES if p not in ("key-isolation", "no-lost-input")),
+    ]
+    assert deepening.tracks(volatile, DEFAULT, PROPERTIES, "unrolling") == [tuple(PROPERTIES)]
+    six = [p for p in PROPERTIES if p != "bounded-waiting"]
+    assert deepening.tracks(ORDERED, DEFAULT, six, "induction") == [tuple(six)]
+
+
+def test_proofs_by_the_invariant_reach_the_bound_while_the_unrolling_of_the_rest_is_stopped() -> (
+    None
+):
+    # ordered with volatile invalidation: its complete-reuse goes to the unrolling, which
+    # takes minutes at two crashes; its generic invariant proves the other two in seconds
+    volatile = MUTANTS["ordered-volatile-invalidation"]
+    bound = parse("inputs=3,channels=2,keys=2,crashes=2")
+    said: list[str] = []
+    results = deepen(
+        volatile,
+        bound,
+        ["key-isolation", "no-lost-input", "complete-reuse"],
+        deadline=60.0,
+        progress=said.append,
+        workers=2,
+        engine="induction",
+    )
+    by = {r.property: r for r in results}
+    for p in ("key-isolation", "no-lost-input"):
+        assert by[p].verdict == "proved", by[p].reason
+        assert by[p].bound == bound
+        assert by[p].engines == dict.fromkeys(bound.agents, "induction")
+    reused = by["complete-reuse"]
+    assert reused.verdict == "unknown"
+    assert reused.reason.endswith(f"stopped before {bound}")
+    # the reachability checks were made with the proofs at the bound, before the stop
+    assert by["no-lost-input"].reachable["crash"] == "reached"
+    assert by["no-lost-input"].reachable["restore"] == "reached"
+    assert any(f"proved up to {bound}: key-isolation, no-lost-input" in line for line in said)
 
 
 def test_a_deadline_leaves_unknown_with_the_bound_reached() -> None:
