@@ -16,6 +16,9 @@ what it knows:
    property proved at every bound by a parametric step needs no larger bound. Each
    step's line says about how long it will take, from how the time grew so far
    (:func:`estimate`), so that a user can choose to wait or to ask a smaller bound.
+   The properties induction tries go up the ladder first, the rest (left to the
+   unrolling, which grows much faster) after them (:func:`tracks`), so that a slow
+   unrolling does not hold back what an invariant proves at the bound asked.
 
 Each step of the ladder runs in a process group of its own, so that the deadline can
 stop it (and its solver workers) at once; what is proved up to then is kept, and the
