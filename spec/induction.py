@@ -28,19 +28,18 @@ The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIE
 *generic* invariant (:func:`generic`), which has only the delivery facts (and, for a
 lookup by reads, the outcome facts; for a contract that waits, the facts of its keys'
 ranks, waiting inputs and advance loop that do not read the store) and covers
-:data:`GENERIC`. The
-families' main ghost is the
-*recorded order* ``G[view][key][position]`` = (record, version), for the live state and
-the checkpoint's, written by every kept accept in both views, copied by a checkpoint
-and by a restore: every valid completion at or after its key's position is G's entry
-there, and its prefix is the key's history followed by G up to its position. Each
-slot also has a ghost copy of its prefix as per-position cells (set from G when the
-slot is written), and each view a ghost memory before each position of G (for
-``equivalent-outcome``, agents with one memory field). For the contracts that wait,
-:func:`_waiting_facts` adds where each key's recorded order ends in the store, the
-expected order, the waiting inputs, the keys' ranks and the advance loop, and
-:func:`_reuse_facts` the facts of ``complete-reuse``. The contracts that do not wait
-have no facts for ``complete-reuse`` (``seqnum`` breaks it).
+:data:`GENERIC`. The families' main ghost is the *recorded order*
+``G[view][key][position]`` = (record, version), for the live state and the checkpoint's,
+written by every kept accept in both views, copied by a checkpoint and by a restore:
+every valid completion at or after its key's position is G's entry there, and its prefix
+is the key's history followed by G up to its position. Each slot also has a ghost copy
+of its prefix as per-position cells (set from G when the slot is written), and each view
+a ghost memory before each position of G (for ``equivalent-outcome``, agents with one
+memory field). For the contracts that wait, :func:`_waiting_facts` adds where each key's
+recorded order ends in the store, the expected order, the waiting inputs, the keys'
+ranks and the advance loop, and :func:`_reuse_facts` the facts of ``complete-reuse``.
+The contracts that do not wait have no facts for ``complete-reuse`` (``seqnum`` breaks
+it).
 
 A failed query is not a counterexample (the symbolic start need not be reachable), so
 this engine only proves; ``verify`` asks the unrolling about whatever it does not
@@ -1027,9 +1026,9 @@ def loop_facts(m: enc.Machine, epoch: int) -> list[Fact]:
     return facts + m.records.every(reaches)
 
 
-def recovering(view: Cells, key: int) -> Sym:
-    """Key ``key`` recovers in ``view``: recorded inputs are still expected, or a
-    divergence is pending."""
+def _expecting(view: Cells, key: int) -> Sym:
+    """Key ``key`` expects recorded inputs in ``view``, or a divergence of it is pending
+    (the machine's :meth:`.encoding.Machine.recovering`, without its waiting inputs)."""
     return lg.or_(
         lg.lt(view.cell("next", key), view.cell("expected-end", key)),
         lg.le(0, view.cell("diverge-at", key)),
@@ -1077,17 +1076,17 @@ def _generic_waiting_facts(
     m: enc.Machine, epoch: int, now: int, add: Callable[[str, Sym], None]
 ) -> None:
     """The facts the generic invariant adds for a contract that waits: those of
-    :func:`_rank_facts`, a recovering key is inserted (so the loops of the end of input
-    and of a timeout reach its waiting inputs), and the advance loop is well formed.
-    None reads the store or the recorded order, so they hold whatever the rules of
-    lookup, order and invalidation."""
+    :func:`_rank_facts`, a key that expects recorded inputs is inserted (so the loops of
+    the end of input and of a timeout reach its waiting inputs), and the advance loop is
+    well formed. None reads the store or the recorded order, so they hold whatever the
+    rules of lookup, order and invalidation."""
     for name, view, guard in _views(m, epoch):
         _rank_facts(m, name, view, guard, epoch, now, add)
         for k in range(m.k):
             add(
                 f"recovering key inserted {name} {k}",
                 lg.implies(
-                    lg.and_(guard, recovering(view, k)),
+                    lg.and_(guard, _expecting(view, k)),
                     lg.lt(view.cell("inserted", k), enc.ABSENT),
                 ),
             )
@@ -1188,7 +1187,7 @@ def _waiting_facts(
             ee, da = view.cell("expected-end", k), view.cell("diverge-at", k)
             add(
                 f"recovering key in view {name} {k}",
-                lg.implies(lg.and_(guard, recovering(view, k)), appears(view, k)),
+                lg.implies(lg.and_(guard, _expecting(view, k)), appears(view, k)),
             )
             add(
                 f"pending divergence {name} {k}",
@@ -1217,7 +1216,7 @@ def _waiting_facts(
         add(
             f"recovering key inserted {k}",
             lg.implies(
-                lg.and_(up, recovering(op, k)),
+                lg.and_(up, _expecting(op, k)),
                 lg.lt(op.cell("inserted", k), enc.ABSENT),
             ),
         )
