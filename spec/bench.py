@@ -51,13 +51,16 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from attrs import evolve
 
 from replay_contract.arguments import OneLineParser, one_line, positive_int, positive_number
-from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract
+from replay_contract.model.contracts import CONTRACTS, ORDERED, Contract, contract_from_json
 from replay_contract.model.errors import UnknownContractError
+from replay_contract.model.files import read_json
+from replay_contract.model.mutants import MUTANTS
 
 from . import proofcache
 from .bound import DEFAULT_ENGINE, ENGINES, Bound, BoundError, parse
@@ -106,11 +109,13 @@ def contracts(names: str) -> list[Contract]:
 
 
 def one(name: str) -> Contract:
-    """The contract of :data:`VARIANTS` called ``name``."""
-    if name not in VARIANTS:
-        known = ", ".join(VARIANTS)
+    """The contract of :data:`VARIANTS` or of the mutants (one rule of ``ordered``
+    changed, as a proposed change may) called ``name``."""
+    named = {**VARIANTS, **MUTANTS}
+    if name not in named:
+        known = ", ".join(named)
         raise UnknownContractError(f"unknown contract {name!r} (known: {known})")
-    return VARIANTS[name]
+    return named[name]
 
 
 def _say(message: str) -> None:
@@ -169,22 +174,24 @@ def proofs(
     return out
 
 
+def deepened(files: str, names: str) -> list[Contract]:
+    """The contracts of the deepen section: those of the comma-separated contract files,
+    then the named ones (:func:`one`)."""
+    return [
+        contract_from_json(read_json(Path(f), UnknownContractError), f)
+        for f in (f.strip() for f in files.split(","))
+        if f
+    ] + [one(n) for n in (n.strip() for n in names.split(",")) if n]
+
+
 def deepening(
     files: str, names: str, bound: str, deadline: float, timeout: float, engine: str
 ) -> list[dict[str, Any]]:
     """``verify --deepen --engine ENGINE`` for each contract file and each named
     contract: one row each."""
-    from pathlib import Path
-
-    from replay_contract.model.contracts import contract_from_json
-
     from .deepen import deepen
 
-    chosen = [
-        contract_from_json(json.loads(Path(f).read_text()), f)
-        for f in (f.strip() for f in files.split(","))
-        if f
-    ] + [CONTRACTS[n] for n in (n.strip() for n in names.split(",")) if n]
+    chosen = deepened(files, names)
     out = []
     for c in chosen:
         started = time.monotonic()
@@ -496,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--deepen-contracts",
         default=",".join(CONTRACTS),
-        help="comma-separated published contracts of the deepen section",
+        help="comma-separated contracts of the deepen section: published ones, or the "
+        "mutants of ordered (model/mutants.py)",
     )
     p.add_argument(
         "--deepen-deadline",
@@ -563,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         contracts(args.explorer_contracts)
         one(args.growth_contract)
         one(args.frontier_contract)
+        if "deepen" in only:
+            deepened(args.contract_files, args.deepen_contracts)
         proofcache.turn_off()  # every figure is of checks made now, none read back
         return _run(args)
     except (BoundError, UnknownContractError) as e:

@@ -151,6 +151,8 @@ def test_bad_input_is_one_line_and_exits_non_zero() -> None:
         (["--frontier-deadline", "0"], "argument --frontier-deadline: expected a finite number"),
         # a later section's bad input is refused before the first section runs
         (["--only", "proofs,frontier", "--frontier-contract", "nope"], "unknown contract 'nope'"),
+        (["--only", "proofs,deepen", "--deepen-contracts", "nope"], "unknown contract 'nope'"),
+        (["--only", "deepen", "--contract-files", "missing.json"], "missing.json: cannot read"),
     ],
 )
 def test_bad_choices_are_refused_before_anything_runs(
@@ -249,6 +251,13 @@ def test_the_deepen_section_says_each_bound_as_it_comes(
         assert not any("micro-step" in line for line in ladder)
     # a counterexample is said as soon as it is found
     assert any(line.startswith("deepen ordered-no-wait / ") for line in said)
+
+
+def test_the_deepen_section_times_a_mutant_as_a_proposed_change() -> None:
+    bound = "inputs=2,channels=2,keys=2,crashes=1"
+    rows = deepening("", "ordered-volatile-invalidation", bound, 120.0, 60.0, "induction")
+    assert [r["contract"] for r in rows] == ["ordered-volatile-invalidation"]
+    assert rows[0]["unknown"] == 0 and rows[0]["proved"] > 0
 
 
 @pytest.mark.parametrize(

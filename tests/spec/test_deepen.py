@@ -176,7 +176,7 @@ def test_proofs_by_the_invariant_reach_the_bound_while_the_unrolling_of_the_rest
         volatile,
         bound,
         ["key-isolation", "no-lost-input", "complete-reuse"],
-        deadline=60.0,
+        deadline=45.0,
         progress=said.append,
         workers=2,
         engine="induction",
