@@ -302,62 +302,60 @@ def deepen(
     stopped = False
     reachability = kwargs.pop("reachability", True)
     groups = tracks(contract, target, properties, kwargs.get("engine", "unrolling"))
-    for group in groups:
-        done: list[tuple[Bound, float]] = []  # each step's bound and seconds, for estimates
-        for bound in bounds:
-            open_ = tuple(p for p in group if p not in results and p not in every_bound)
-            if not open_:
-                break
-            last = bound == target
-            remaining = None if deadline is None else deadline - (time.monotonic() - started)
-            if remaining is not None and remaining <= 0:
-                stopped = True
-                break
-            checks = reachability and last and not reach  # once, by the first at the target
-            options = {**kwargs, "reachability": checks}
-            step = proofcache.ladder_key(contract, bound, open_, options)
-            guess = estimate(done, bound)
-            expect = f"; {_duration(guess)} at the growth so far" if guess is not None else ""
-            earlier = proofcache.begun(step)
-            if earlier > 0 and earlier >= MEASURABLE:
-                comma = ";" if guess is None else ","
-                expect += f"{comma} {_duration(earlier)} of it in earlier runs"
-            say(f"{contract.name}: deepening to {bound} ({', '.join(open_)}){expect}")
-            begun = time.monotonic()
-            answers = _step(contract, bound, open_, {**options, "progress": progress}, remaining)
-            took = proofcache.spent(step, time.monotonic() - begun, whole=answers is not None)
-            if answers is None:
-                say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
-                stopped = True
-                break
-            done.append((bound, took))
-            for r in answers:
-                r.seconds = time.monotonic() - started  # the wall time to this answer
-                if r.verdict == "counterexample":
-                    results[r.property] = r
-                    say(f"{contract.name} / {r.property}: counterexample at {bound}")
-                    if found:
-                        found(r)
-                elif r.verdict == "proved":
-                    proved_at[r.property] = bound
-                    if last:
-                        results[r.property] = r
-                    elif r.engines and set(r.engines.values()) == {"parametric"}:
-                        every_bound.add(r.property)
-                        results[r.property] = evolve(r, bound=target)
-                elif last:
-                    results[r.property] = r
-            proved = sorted(p for p in open_ if proved_at.get(p) == bound and p not in every_bound)
-            if proved:
-                upto = f"{contract.name}: proved up to {bound}: {', '.join(proved)}"
-                say(f"{upto} ({_since(started)})")
-            if every_bound & set(open_):
-                ours = ", ".join(sorted(every_bound & set(open_)))
-                say(f"{contract.name}: proved for every bound: {ours} ({_since(started)})")
-            if checks:
-                reach = answers[0].reachable if answers else {}
-        if stopped:
+    # each track's steps, bound and seconds, for its estimates
+    done: dict[tuple[str, ...], list[tuple[Bound, float]]] = {g: [] for g in groups}
+    for group, bound in [(g, b) for g in groups for b in bounds]:
+        open_ = tuple(p for p in group if p not in results and p not in every_bound)
+        if not open_:
+            continue  # the next track, if any
+        last = bound == target
+        remaining = None if deadline is None else deadline - (time.monotonic() - started)
+        if remaining is not None and remaining <= 0:
+            stopped = True
             break
+        checks = reachability and last and not reach  # once, by the first at the target
+        options = {**kwargs, "reachability": checks}
+        step = proofcache.ladder_key(contract, bound, open_, options)
+        guess = estimate(done[group], bound)
+        expect = f"; {_duration(guess)} at the growth so far" if guess is not None else ""
+        earlier = proofcache.begun(step)
+        if earlier > 0 and earlier >= MEASURABLE:
+            comma = ";" if guess is None else ","
+            expect += f"{comma} {_duration(earlier)} of it in earlier runs"
+        say(f"{contract.name}: deepening to {bound} ({', '.join(open_)}){expect}")
+        begun = time.monotonic()
+        answers = _step(contract, bound, open_, {**options, "progress": progress}, remaining)
+        took = proofcache.spent(step, time.monotonic() - begun, whole=answers is not None)
+        if answers is None:
+            say(f"{contract.name}: stopped while at {bound} ({_since(started)})")
+            stopped = True
+            break
+        done[group].append((bound, took))
+        for r in answers:
+            r.seconds = time.monotonic() - started  # the wall time to this answer
+            if r.verdict == "counterexample":
+                results[r.property] = r
+                say(f"{contract.name} / {r.property}: counterexample at {bound}")
+                if found:
+                    found(r)
+            elif r.verdict == "proved":
+                proved_at[r.property] = bound
+                if last:
+                    results[r.property] = r
+                elif r.engines and set(r.engines.values()) == {"parametric"}:
+                    every_bound.add(r.property)
+                    results[r.property] = evolve(r, bound=target)
+            elif last:
+                results[r.property] = r
+        proved = sorted(p for p in open_ if proved_at.get(p) == bound and p not in every_bound)
+        if proved:
+            upto = f"{contract.name}: proved up to {bound}: {', '.join(proved)}"
+            say(f"{upto} ({_since(started)})")
+        if every_bound & set(open_):
+            ours = ", ".join(sorted(every_bound & set(open_)))
+            say(f"{contract.name}: proved for every bound: {ours} ({_since(started)})")
+        if checks:
+            reach = answers[0].reachable if answers else {}
     if reachability and not reach and not stopped:
         # every verdict came before the target: its reachability checks still tell
         # whether a proof there is vacuous (the witnesses make them cheap)
