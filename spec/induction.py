@@ -35,7 +35,9 @@ every valid completion at or after its key's position is G's entry there, and it
 is the key's history followed by G up to its position. Each slot also has a ghost copy
 of its prefix as per-position cells (set from G when the slot is written), and each view
 a ghost memory before each position of G (for ``equivalent-outcome``, agents with one
-memory field). For the contracts that wait, :func:`_waiting_facts` adds where each key's
+memory field, and for ``complete-reuse`` under a lookup by reads, which finds a
+completion only where the key's memory is the one it was saved with). For the contracts
+that wait, :func:`_waiting_facts` adds where each key's
 recorded order ends in the store, the expected order, the waiting inputs, the keys'
 ranks and the advance loop, and :func:`_reuse_facts` the facts of ``complete-reuse``.
 The contracts that do not wait have no facts for ``complete-reuse`` (``seqnum`` breaks
@@ -101,7 +103,7 @@ FAMILIES: dict[bool, dict[str, object]] = {
         "invalidation_scope": "key",
     },
     True: {
-        "match": "position",
+        "match": ("position", "reads"),
         "on_miss": "nothing",
         "record_order": ("with-first-completion", "before-first-tool-call"),
         "durable_invalidation": True,
@@ -122,7 +124,7 @@ def unsupported(contract: Contract) -> str:
     if not off:
         return ""
     kind = (
-        "look up by position, record the order and invalidate one key durably, and wait"
+        "look up by position or by reads, record the order and invalidate one key durably, and wait"
         if contract.wait
         else "look up by position and invalidate one key durably on a miss, without waiting"
     )
@@ -444,7 +446,7 @@ def invariant(
                 )
             )
         add(f"written is order slot {s.index}", lg.implies(lg.and_(up, s.present), lg.and_(*parts)))
-    outcome = "equivalent-outcome" in properties
+    outcome = _memory_ghost_facts(m.contract, properties)
     safeguard = "divergence-safeguard" in properties
     if outcome:
         mem = ghosts.memory
@@ -578,6 +580,15 @@ def invariant(
         if "complete-reuse" in properties:
             _reuse_facts(m, ghosts, epoch, add)
     return facts
+
+
+def _memory_ghost_facts(contract: Contract, properties: Sequence[str]) -> bool:
+    """Whether the invariant states the ghost memory before each recorded position: for
+    ``equivalent-outcome``, and for ``complete-reuse`` under a lookup by reads, which
+    finds a saved completion only where the key's memory is the one it was saved with."""
+    return "equivalent-outcome" in properties or (
+        contract.match == "reads" and "complete-reuse" in properties
+    )
 
 
 def _outcome_facts(

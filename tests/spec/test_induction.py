@@ -116,7 +116,7 @@ def test_a_contract_outside_the_families_gets_the_generic_invariant() -> None:
 WAITING_OUTSIDE = {
     "ordered-volatile-invalidation": MUTANTS["ordered-volatile-invalidation"],
     "ordered-invalidate-every-key": MUTANTS["ordered-invalidate-every-key"],
-    "ordered-by-reads": evolve(ORDERED, name="ordered-by-reads", match="reads"),
+    "ordered-by-identity": evolve(ORDERED, name="ordered-by-identity", match="identity"),
     "ordered-on-miss-invalidates": evolve(
         ORDERED, name="ordered-on-miss-invalidates", on_miss="invalidate"
     ),
@@ -140,7 +140,7 @@ def test_the_generic_invariant_of_a_waiting_contract_agrees_with_the_explorer(na
 
 @pytest.mark.parametrize("agent", ["stateful", "chain"])
 @pytest.mark.parametrize(
-    "name", ["ordered-volatile-invalidation", "ordered-by-reads", "ordered-on-miss-invalidates"]
+    "name", ["ordered-volatile-invalidation", "ordered-by-identity", "ordered-on-miss-invalidates"]
 )
 def test_the_generic_invariant_of_a_waiting_contract_is_kept_over_two_crashes(
     name: str, agent: str
@@ -162,6 +162,39 @@ def test_no_lost_input_of_a_waiting_contract_rests_on_its_waiting_facts(
     outcome = induction.prove(volatile, "stateful", SMALL, induction.GENERIC)
     assert "no-lost-input" not in outcome.proved
     assert "no-lost-input" in outcome.failed
+
+
+BY_READS = evolve(ORDERED, name="ordered-by-reads", match="reads")
+
+
+def test_ordered_with_a_lookup_by_reads_gets_the_full_invariant() -> None:
+    assert induction.unsupported(BY_READS) == ""
+    assert induction.inductive(BY_READS, "stateful", PROPERTIES) == [
+        p for p in PROPERTIES if p != "bounded-waiting"
+    ]
+    results = verify_contract(BY_READS, SMALL, engine="induction")
+    explored = bounded_explore.explore(SMALL, BY_READS)
+    for r in results:
+        assert r.verdict == explored.verdict(r.property) == "proved", (r.property, r.reason)
+        assert r.engines == dict.fromkeys(SMALL.agents, "induction"), r.property
+
+
+@pytest.mark.parametrize("agent", ["stateful", "chain"])
+def test_the_invariant_of_a_lookup_by_reads_is_kept_over_two_crashes(agent: str) -> None:
+    bound = parse("inputs=3,channels=2,keys=2,crashes=2")
+    covered = induction.inductive(BY_READS, agent, PROPERTIES)
+    assert "complete-reuse" in covered
+    outcome = induction.prove(BY_READS, agent, bound, covered)
+    assert outcome.failed == {}
+    assert outcome.proved == covered
+
+
+def test_complete_reuse_by_reads_rests_on_the_ghost_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without it a saved completion ahead may have read other values than the key's
+    # memory when its input comes back, and the lookup would miss it
+    monkeypatch.setattr(induction, "_memory_ghost_facts", lambda contract, properties: False)
+    outcome = induction.prove(BY_READS, "stateful", SMALL, ["complete-reuse"])
+    assert "complete-reuse" in outcome.failed
 
 
 @pytest.mark.parametrize("name", ["stable-id", "read-set", "no-divergence-check"])
