@@ -255,13 +255,22 @@ def no_stale_reuse(trace: t.Trace) -> Verdict:
                     (s, i),
                     f"{e.identity} at position {e.position} of key "
                     f"{key_text(e.key)} reuses a completion computed after "
-                    f"{_ids(items(then))} but follows {_ids(items(now))} now",
+                    f"{_ids(items(then))} but follows {_ids(items(now))} now"
+                    f"{_changed(items(then), items(now))}",
                 )
     return _holds(NO_STALE_REUSE)
 
 
 def _ids(history: tuple[Input, ...] | list[Input]) -> str:
     return "[" + ", ".join(i for i, _ in history) + "]"
+
+
+def _changed(then: list[Input], now: list[Input]) -> str:
+    """When two histories differ only in payloads, which inputs came back changed."""
+    if [i for i, _ in then] != [i for i, _ in now]:
+        return ""
+    changed = [i for (i, a), (_, b) in zip(then, now, strict=True) if a != b]
+    return f" ({', '.join(changed)} came back with another payload)"
 
 
 # -- key-isolation ----------------------------------------------------------------------

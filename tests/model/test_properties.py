@@ -100,6 +100,32 @@ def test_read_set_basis_judges_reads_not_history() -> None:
     assert not p.no_stale_reuse(as_history).holds
 
 
+def test_a_stale_reuse_after_a_changed_input_says_which_came_back_changed() -> None:
+    # the same identities in the same order: only A's payload differs after the restore
+    path = ("answer",)
+    trace = t.Trace(
+        builtin("reversed-interleaving").agent,
+        "history",
+        (
+            t.Checkpoint(0),
+            t.Accept("K", 0, "A", "a"),
+            t.Accept("K", 1, "B", "b"),
+            t.Save("K", 1, "B", "b", path, 0, ()),
+            t.Crash(),
+            t.Restore(0),
+            t.Accept("K", 0, "A", "a2"),
+            t.Accept("K", 1, "B", "b"),
+            t.Reuse("K", 1, "B", "b", path, 0, ()),
+        ),
+    )
+    verdict = p.no_stale_reuse(trace)
+    assert not verdict.holds
+    assert verdict.witness == (3, 8)
+    assert verdict.explanation.endswith(
+        "computed after [A] but follows [A] now (A came back with another payload)"
+    )
+
+
 # -- bounded-waiting ----------------------------------------------------------------------
 
 
