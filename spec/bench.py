@@ -21,7 +21,8 @@ proof cache (:mod:`.proofcache`) is off: every figure is of checks made during t
   with ``--contract-file``), for each contract file of ``--contract-files`` and each
   published contract at ``--bound`` with ``--deepen-engine`` (``verify``'s default,
   induction, unless told; ``parametric`` opts in to the every-bound steps): the seconds to
-  the first counterexample and to all verdicts (or to ``--deepen-deadline``), the
+  the first counterexample, to the first proof at ``--bound`` and to all verdicts (or to
+  ``--deepen-deadline``), the
   verdicts and the largest bound every open property is proved at; each bound begun or
   proved and each counterexample is said on stderr as it comes;
 - ``parametric``: the opt-in every-bound steps of ``ordered`` (spec/everybound/) that
@@ -201,12 +202,16 @@ def deepening(
             first.append(time.monotonic() - started)
 
         steps: list[str] = []
+        at_bound: list[str] = []  # the first proof at the bound asked
 
-        def step(line: str, steps: list[str] = steps) -> None:
+        def step(line: str, steps: list[str] = steps, at_bound: list[str] = at_bound) -> None:
             # "<contract>: proved up to <bound>: <properties> (<seconds> s)"
             if ": proved up to " in line:
                 upto = line.split(": proved up to ", 1)[1]
-                steps.append(f"{upto.split(':', 1)[0]} at {upto.rsplit('(', 1)[1].rstrip(')')}")
+                reached, when = upto.split(":", 1)[0], upto.rsplit("(", 1)[1].rstrip(")")
+                steps.append(f"{reached} at {when}")
+                if reached == str(parse(bound)) and not at_bound:
+                    at_bound.append(when.removesuffix(" s"))
 
         results = deepen(
             c,
@@ -230,6 +235,7 @@ def deepening(
                 "counterexamples": verdicts.count("counterexample"),
                 "unknown": verdicts.count("unknown"),
                 "first counterexample s": round(first[0], 2) if first else "-",
+                "first proof at the bound s": at_bound[0] if at_bound else "-",
                 "all verdicts s": round(total, 1) if not upto else "-",
                 "stopped s": round(total, 1) if upto else "-",
                 "open": "; ".join(upto) or "-",

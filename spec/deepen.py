@@ -16,9 +16,10 @@ what it knows:
    property proved at every bound by a parametric step needs no larger bound. Each
    step's line says about how long it will take, from how the time grew so far
    (:func:`estimate`), so that a user can choose to wait or to ask a smaller bound.
-   The properties induction tries go up the ladder first, the rest (left to the
-   unrolling, which grows much faster) after them (:func:`tracks`), so that a slow
-   unrolling does not hold back what an invariant proves at the bound asked.
+   The properties induction tries go up the ladder first (what the generic invariant
+   covers before what needs a family's), the rest (left to the unrolling, which grows
+   much faster) after them (:func:`tracks`), so that a slow unrolling does not hold
+   back what an invariant proves at the bound asked.
 
 Each step of the ladder runs in a process group of its own, so that the deadline can
 stop it (and its solver workers) at once; what is proved up to then is kept, and the
@@ -186,8 +187,10 @@ def tracks(
     """The properties in the order the ladder takes them: first those induction tries
     for every agent of ``target``, up to it, then the rest (left to the unrolling, which
     grows much faster with the bound). So the proofs an invariant gives come at the
-    bound asked even when the unrolling of the other properties takes far longer; a
-    contract whose invariant covers every property has one track, as before."""
+    bound asked even when the unrolling of the other properties takes far longer. Of
+    those induction tries, what the generic invariant covers comes first
+    (:func:`.induction.by_generic`): for a contract of a family it is proved in seconds,
+    where the full invariant takes up to the rest of the run."""
     if engine == "unrolling":
         return [tuple(properties)]
     first = tuple(
@@ -195,8 +198,10 @@ def tracks(
         for p in properties
         if all(induction.inductive(contract, agent, [p]) for agent in target.agents)
     )
+    light = tuple(p for p in first if induction.by_generic(contract, [p]))
+    full = tuple(p for p in first if p not in light)
     rest = tuple(p for p in properties if p not in first)
-    return [group for group in (first, rest) if group]
+    return [group for group in (light, full, rest) if group]
 
 
 def _step(

@@ -248,6 +248,9 @@ def test_the_deepen_section_says_each_bound_as_it_comes(
         assert any(f"{name}: deepening to {bound}" in line for line in ladder)
         proved = [line for line in ladder if ": proved up to " in line]
         assert len(proved) == len(row["bounds proved (wall clock)"].split("; "))
+        # the first proof at the bound asked: the time of the first line that says it
+        first = next(line for line in proved if f"proved up to {bound}:" in line)
+        assert first.endswith(f"({row['first proof at the bound s']} s)")
         assert not any("micro-step" in line for line in ladder)
     # a counterexample is said as soon as it is found
     assert any(line.startswith("deepen ordered-no-wait / ") for line in said)
