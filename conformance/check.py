@@ -21,6 +21,7 @@ is reduced to a scenario file of the keys it involves, which ``simulate`` replay
 from __future__ import annotations
 
 import gc
+import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,12 +33,12 @@ from attrs import evolve, frozen
 
 from replay_contract.model import operator as op
 from replay_contract.model import trace as t
-from replay_contract.model.contracts import Contract
-from replay_contract.model.errors import ScenarioError
+from replay_contract.model.contracts import Contract, contract
+from replay_contract.model.errors import ScenarioError, UnknownContractError
 from replay_contract.model.run import apply
 from replay_contract.model.scenario import Scenario, Step, check_schedule, from_json
 from replay_contract.model.topology import Key, key_text
-from replay_contract.spec.properties import check_all, histories_before
+from replay_contract.spec.properties import Verdict, check_all, histories_before
 
 from .compare import describe
 from .judge import FAILED, PASSED, Result, judge_observed
@@ -95,6 +96,8 @@ class Judgement:
     depends_on: tuple[int, ...] = ()
     scenario: Scenario | None = None
     scenario_file: str | None = None
+    contract_file: str | None = None
+    ended: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +112,8 @@ class Judgement:
             "broken": [b.to_json() for b in self.broken],
             "depends_on_lines": list(self.depends_on),
             "scenario_file": self.scenario_file,
+            "contract_file": self.contract_file,
+            "ended": self.ended,
         }
 
 
@@ -132,7 +137,7 @@ def steps_of(
             own = members[len(members) - e.step_events :] if e.step_events else []
             if e.step_events > len(members) - 1:
                 raise TraceError(
-                    f"{run.name}: line {lines[i]}: {e.kind} counts {e.step_events} events of "
+                    f"{run.source}: line {lines[i]}: {e.kind} counts {e.step_events} events of "
                     f"its step, but {len(members) - 1} follow the step before"
                 )
             steps[-1] = (step, members[: len(members) - len(own)])
@@ -156,7 +161,7 @@ def steps_of(
                 crashed = True
         elif not steps or crashed or steps[-1][0].kind in ("checkpoint", "crash", "timeout", "end"):
             what = "before any delivery" if not steps else f"after a {steps[-1][0].kind} step"
-            raise TraceError(f"{run.name}: line {lines[i]}: {e.kind} {what}")
+            raise TraceError(f"{run.source}: line {lines[i]}: {e.kind} {what}")
         else:
             steps[-1][1].append(i)
     return steps
@@ -176,18 +181,30 @@ def _crash_inside(steps: Steps, events: Sequence[t.Event]) -> int | None:
 
 
 def scenario_of(run: RecordedRun, steps: Steps, lines: Sequence[int]) -> Scenario:
-    """The scenario the trace ran: the header's agent and channels, the steps."""
+    """The scenario the trace ran: the header's agent and channels, the steps. A
+    recording may stop with the operator down, right after a crash: its schedule is
+    checked as :func:`resumable` makes it."""
     scenario = Scenario(run.name, run.agent, run.topology, tuple(s for s, _ in steps))
     try:
-        check_schedule(scenario, run.name)
+        check_schedule(resumable(scenario), run.source)
     except ScenarioError as exc:
         text = str(exc)
         found = re.match(r".*?: schedule\[(\d+)\]: (.*)", text)
-        if found is None:
+        if found is None or int(found.group(1)) >= len(steps):
             raise TraceError(text) from None
         first = steps[int(found.group(1))][1][0]
-        raise TraceError(f"{run.name}: line {lines[first]}: {found.group(2)}") from None
+        raise TraceError(f"{run.source}: line {lines[first]}: {found.group(2)}") from None
     return scenario
+
+
+def resumable(scenario: Scenario) -> Scenario:
+    """``scenario`` with a ``restore`` after its last step when that step leaves the
+    operator down (a crash, or a crash inside a step): a recording may stop there, a
+    scenario file may not (``simulate`` would refuse it)."""
+    last = scenario.schedule[-1] if scenario.schedule else None
+    if last is None or (last.kind != "crash" and last.crash_after is None):
+        return scenario
+    return scenario.with_schedule((*scenario.schedule, Step("restore")))
 
 
 def model_steps(scenario: Scenario, contract: Contract) -> list[tuple[Step, tuple[t.Event, ...]]]:
@@ -221,7 +238,18 @@ def paused_collection() -> Iterator[None]:
 
 def check(run: RecordedRun, out: Path | None = None) -> Judgement:
     """Judge ``run`` (see the module's docstring); with ``out``, a failure is written
-    there as a scenario file."""
+    there as a scenario file (and a contract the header gave as JSON as a contract
+    file next to it, which ``simulate --contract-file`` reads)."""
+    if run.unavailable:
+        return Judgement(
+            run.name,
+            run.contract.name,
+            UNKNOWN,
+            len(run.events),
+            0,
+            reason=f"the run stopped on an infrastructure error: {run.error}",
+            ended=False,
+        )
     unknown = sorted(run.indeterminate)
     if len(unknown) > MOST_INDETERMINATE:
         lines = tuple(run.line_of(i) for i in unknown)
@@ -234,6 +262,7 @@ def check(run: RecordedRun, out: Path | None = None) -> Judgement:
             reason=f"{len(unknown)} indeterminate events, more than the {MOST_INDETERMINATE} "
             "the checker judges both ways",
             depends_on=lines,
+            ended=bool(run.events) and isinstance(run.events[-1], t.End),
         )
     verdicts: list[tuple[tuple[int, ...], Judgement]] = []
     for size in range(len(unknown) + 1):
@@ -256,13 +285,31 @@ def check(run: RecordedRun, out: Path | None = None) -> Judgement:
             first.broken,
             reason=f"the verdict depends on indeterminate events: {ways}",
             depends_on=tuple(run.line_of(i) for i in unknown),
+            ended=first.ended,
         )
     if first.verdict == FAIL and out is not None and first.scenario is not None:
         keys = [b.key for b in first.broken if b.key is not None]
-        reduced = reduce_to_keys(first.scenario, keys) if keys else first.scenario
+        whole = resumable(first.scenario)
+        reduced = reduce_to_keys(whole, keys) if keys else whole
         path = reduced.write(out / f"{_slug(run.name)}.json")
-        first = evolve(first, scenario=reduced, scenario_file=str(path))
+        contract_file = _contract_file(run.contract, path.with_suffix(".contract.json"))
+        first = evolve(
+            first, scenario=reduced, scenario_file=str(path), contract_file=contract_file
+        )
     return first
+
+
+def _contract_file(the_contract: Contract, path: Path) -> str | None:
+    """Where the contract is written for ``simulate --contract-file`` to replay the
+    reduced scenario under it: a contract the header gave as JSON (a proposed one) has a
+    name ``simulate --contract`` does not know. ``None`` for a known contract."""
+    try:
+        if contract(the_contract.name) == the_contract:
+            return None
+    except UnknownContractError:
+        pass
+    path.write_text(json.dumps(the_contract.to_json(), indent=2, ensure_ascii=False) + "\n")
+    return str(path)
 
 
 def _label(run: RecordedRun, dropped: tuple[int, ...]) -> str:
@@ -278,7 +325,15 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     steps = steps_of(run, events, lines, keep)
     scenario = scenario_of(run, steps, lines)
     expected = model_steps(scenario, run.contract)
-    observed = Observed(tuple((s, tuple(events[i] for i in members)) for s, members in steps))
+    ended = bool(steps) and steps[-1][0].kind == "end"
+    if not ended and run.error is None and steps:
+        # the recording stops in its last step, maybe in the middle of it: the model's
+        # step is judged up to as many events as were recorded
+        last, its_events = expected[-1]
+        expected[-1] = (last, its_events[: len(steps[-1][1])])
+    observed = Observed(
+        tuple((s, tuple(events[i] for i in members)) for s, members in steps), run.error
+    )
     trace = t.Trace(run.agent, run.contract.basis, events)
     model_events = [e for _, es in expected for e in es]
     model_trace = t.Trace(run.agent, run.contract.basis, model_events)
@@ -290,35 +345,55 @@ def _judge(run: RecordedRun, dropped: set[int]) -> Judgement:
     by_model = {v.property for v in on_model if not v.holds}
     verdicts = [v for v in on_run if not v.holds]
     before = histories_before(trace, {i for v in verdicts for i in v.witness})
-    broken = []
-    for v in verdicts:
-        witness = [events[i] for i in v.witness]
-        key = next((getattr(e, "key") for e in witness if hasattr(e, "key")), None)  # noqa: B009
-        name = (type(key).__name__, key)
-        broken.append(
-            Broken(
-                v.property,
-                v.explanation,
-                v.witness,
-                tuple(lines[i] for i in v.witness),
-                tuple(describe(e) for e in witness),
-                key,
-                tuple(getattr(e, "position") for e in witness if hasattr(e, "position")),  # noqa: B009
-                tuple(_preceding(events[i], before.get(i, {}).get(name, [])) for i in v.witness),
-                v.property in by_model,
-            )
-        )
+    broken = tuple(_broken(v, events, lines, before, v.property in by_model) for v in verdicts)
     return Judgement(
         run.name,
         run.contract.name,
         _verdict(result),
         len(events),
         len(steps),
-        tuple(broken),
+        broken,
         reason=result.reason,
         difference=result.difference,
         property=result.property,
         scenario=scenario,
+        ended=ended,
+    )
+
+
+#: How a witness shows the end of a recording that stops before the end of input.
+STOPS = "the recording stops after this line, before the end of input"
+
+
+def _broken(
+    v: Verdict,
+    events: Sequence[t.Event],
+    lines: Sequence[int],
+    before: dict[int, dict[tuple[str, Any], list[tuple[str, str]]]],
+    also_by_model: bool,
+) -> Broken:
+    """The broken property ``v`` with its witness: each event, its line, the key's
+    accepted history before it. A property judged at the end of input
+    (``equivalent-outcome``) names the index of the ``end`` event, which a recording
+    that stops before the end of input does not have: one past its last event. That
+    witness is shown as the place the recording stops, at its last line."""
+    witness = [events[i] for i in v.witness if i < len(events)]
+    key = next((getattr(e, "key") for e in witness if hasattr(e, "key")), None)  # noqa: B009
+    name = (type(key).__name__, key)
+    last = lines[-1] if lines else 1  # the header's line, for a recording without events
+    return Broken(
+        v.property,
+        v.explanation,
+        v.witness,
+        tuple(lines[i] if i < len(events) else last for i in v.witness),
+        tuple(describe(events[i]) if i < len(events) else STOPS for i in v.witness),
+        key,
+        tuple(getattr(e, "position") for e in witness if hasattr(e, "position")),  # noqa: B009
+        tuple(
+            _preceding(events[i], before.get(i, {}).get(name, [])) if i < len(events) else ()
+            for i in v.witness
+        ),
+        also_by_model,
     )
 
 

@@ -113,7 +113,15 @@ def judge(
     expected = reference_steps(scenario, contract)
     observed = observe(impl, scenario, contract)
     if record is not None:
-        tracefile.write(record, scenario, contract, observed.events, observed.steps)
+        tracefile.write(
+            record,
+            scenario,
+            contract,
+            observed.events,
+            observed.steps,
+            observed.error,
+            observed.unavailable,
+        )
     if observed.unavailable:
         assert observed.error is not None
         return Result(scenario.name, ERROR, seed, observed.error)

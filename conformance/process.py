@@ -35,6 +35,7 @@ from replay_contract.model.contracts import Contract
 from replay_contract.model.scenario import Scenario
 from replay_contract.model.topology import Key, Record, Topology
 
+from .events import EventError, event_from_json, member
 from .interface import Capabilities, Crashed, Environment, TargetUnavailable
 
 PROTOCOL = "replay-contract/1"
@@ -74,14 +75,20 @@ def record_json(record: Record) -> dict[str, Any]:
 
 
 def record_from_json(data: Any) -> Record:
+    """A record the program sends back in a call, each member checked as a trace
+    event's (:mod:`.events`)."""
     if not isinstance(data, dict):
         raise ProtocolError(f"expected a record object, got {json.dumps(data)[:60]}")
     try:
         return Record(
-            data["id"], data["key"], data.get("payload"), data["channel"], int(data["offset"])
+            member(data, "id", "identity"),
+            member(data, "key"),
+            data.get("payload"),
+            member(data, "channel"),
+            member(data, "offset"),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ProtocolError(f"record {json.dumps(data)[:60]}: {exc}") from None
+    except EventError as exc:
+        raise ProtocolError(f"record: {exc}") from None
 
 
 class ProcessImplementation:
@@ -113,8 +120,13 @@ class ProcessImplementation:
         try:
             hello = self._start()
             caps = hello.get("capabilities")
-            if not isinstance(caps, dict) or not isinstance(caps.get("contracts"), list):
+            if not isinstance(caps, dict) or "contracts" not in caps:
                 raise ProtocolError("the first line lacks capabilities.contracts")
+            if not isinstance(caps["contracts"], list):
+                raise ProtocolError(
+                    "capabilities.contracts: expected a list of contract names, got "
+                    f"{json.dumps(caps['contracts'])[:40]}"
+                )
         except ProtocolError as exc:
             self._kill()
             # What the program wrote on its standard error explains why it did not start.
@@ -256,24 +268,29 @@ class ProcessImplementation:
             if kind == "tool":
                 return {
                     "result": env.tool(
-                        call["key"],
-                        int(call["position"]),
-                        record_from_json(call["record"]),
-                        tuple(call["path"]),
-                        str(call["tool"]),
-                        tuple(call.get("reads", ())),
+                        member(call, "key"),
+                        member(call, "position"),
+                        record_from_json(call.get("record")),
+                        member(call, "path"),
+                        member(call, "tool"),
+                        member(call, "reads") if "reads" in call else (),
                     )
                 }
             if kind == "output":
                 env.output(
-                    call["key"], str(call["identity"]), tuple(call["path"]), str(call["value"])
+                    member(call, "key"),
+                    member(call, "identity"),
+                    member(call, "path"),
+                    member(call, "value"),
                 )
                 return {"ok": True}
             if kind == "report":
-                env.report(t.event_from_json(call["event"]))
+                env.report(_reported(call.get("event")))
                 return {"ok": True}
             if kind == "execute":
                 return self._execute(call)
+        except EventError as exc:
+            raise ProtocolError(f"bad {kind} call: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"bad {kind} call {json.dumps(call)[:80]}: {exc}") from None
         raise ProtocolError(f"unknown call {kind!r}")
@@ -287,9 +304,9 @@ class ProcessImplementation:
             raise ProtocolError(f"execute: no action {name!r}")
         effects = execute(
             action,
-            tuple(call["path"]),
-            record_from_json(call["record"]),
-            tuple(call.get("reads", ())),
+            member(call, "path"),
+            record_from_json(call.get("record")),
+            member(call, "reads") if "reads" in call else (),
             tuple((str(a), str(b)) for a, b in call.get("tool_results", ())),
         )
         return {"writes": [list(w) for w in effects.writes], "outputs": list(effects.outputs)}
@@ -331,7 +348,7 @@ class ProcessImplementation:
     def end(self) -> Mapping[Key, Mapping[str, Any]]:
         done = self._request({"op": "end"})
         try:
-            return {_key(m["key"]): dict(m["memory"]) for m in done["memory"]}
+            return {member(m, "key"): dict(m["memory"]) for m in done["memory"]}
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(
                 f'end: expected {{"memory": [{{"key": ..., "memory": '
@@ -385,7 +402,16 @@ class ProcessImplementation:
             proc.wait()
 
 
-def _key(value: Any) -> Key:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ValueError(f"a key is a string or an integer, not {value!r}")
-    return value
+def _reported(data: Any) -> t.Event:
+    """The event of a ``report`` call, decoded as a recorded trace's are: a member of
+    the wrong type is a breach of the protocol that names it."""
+    if not isinstance(data, dict):
+        raise ProtocolError(
+            f"bad report call: event: expected an object, got {json.dumps(data)[:60]}"
+        )
+    try:
+        return event_from_json(data)
+    except EventError as exc:
+        kind = data.get("event")
+        what = f"{kind} event: " if isinstance(kind, str) and kind in t.EVENT_TYPES else ""
+        raise ProtocolError(f"bad report call: {what}{exc}") from None

@@ -20,8 +20,10 @@ order it happened: what the environment did (``deliver``, ``checkpoint``, ``cras
 outputs. An effect whose outcome the recorder could not know (a store write that timed
 out, a tool call that got no answer) carries ``"indeterminate": true``.
 
-:func:`read` refuses a malformed line (not JSON, truncated, an unknown event, a missing
-member) with a :class:`TraceError` that names the line; :func:`write` writes a run.
+:func:`read` refuses a malformed line (not JSON, truncated, an unknown event, a member
+missing or of the wrong type, a delivery the header's channels do not hold) with a
+:class:`TraceError` that names the file, the line and the member; the events are decoded
+by :mod:`.events`, as a ``process:`` program's reports are. :func:`write` writes a run.
 """
 
 from __future__ import annotations
@@ -38,10 +40,21 @@ from replay_contract.model.agent import Agent
 from replay_contract.model.contracts import CONTRACTS, Contract, contract, contract_from_json
 from replay_contract.model.errors import ScenarioError, UnknownContractError
 from replay_contract.model.scenario import Scenario, Step, from_json
-from replay_contract.model.topology import Topology
+from replay_contract.model.topology import Topology, key_text, same_key
+
+from .events import EventError, event_from_json
 
 FORMAT = "replay-contract-trace/1"
-_HEADER = {"trace", "name", "contract", "agent", "channels", "marks_crashes"}
+_HEADER = {
+    "trace",
+    "name",
+    "contract",
+    "agent",
+    "channels",
+    "marks_crashes",
+    "error",
+    "unavailable",
+}
 
 
 class TraceError(ValueError):
@@ -54,7 +67,9 @@ class RecordedRun:
     it came from; ``indeterminate`` holds the indexes of the events so marked, and
     ``crash_after`` the ``crash_after`` of each crash a recorder marked as falling inside
     a step; ``marks_crashes`` says the recorder marks every such crash (the suite's
-    runner knows its steps; another recorder need not)."""
+    runner knows its steps; another recorder need not). ``source`` names the file in the
+    messages of a trace that cannot be judged; ``error`` says why the run stopped early,
+    when its recorder knows (``unavailable``: an infrastructure error)."""
 
     name: str
     contract: Contract
@@ -65,6 +80,9 @@ class RecordedRun:
     indeterminate: frozenset[int] = frozenset()
     crash_after: dict[int, int] = field(factory=dict, eq=False)
     marks_crashes: bool = False
+    source: str = "trace"
+    error: str | None = None
+    unavailable: bool = False
 
     def line_of(self, index: int) -> int:
         return self.lines[index] if 0 <= index < len(self.lines) else 0
@@ -101,10 +119,13 @@ def write(
     contract: Contract,
     events: Iterable[t.Event],
     steps: Sequence[tuple[Step, Sequence[t.Event]]] | None = None,
+    error: str | None = None,
+    unavailable: bool = False,
 ) -> Path:
     """Write ``events``, a run of ``scenario`` under ``contract``, as a trace file. With
     the run's ``steps`` (the schedule steps and the events of each), a crash inside a
-    step says so with the step's ``crash_after``."""
+    step says so with the step's ``crash_after``. ``error``: why the run stopped early
+    (``unavailable``: an infrastructure error), written in the header."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines: Iterable[t.Event | dict[str, Any]] = events
     if steps is not None:
@@ -118,6 +139,10 @@ def write(
     head = header(scenario, contract)
     if steps is not None:
         head["marks_crashes"] = True
+    if error is not None:
+        head["error"] = error
+        if unavailable:
+            head["unavailable"] = True
     with path.open("w", encoding="utf-8") as out:
         write_lines(out, head, lines)
     return path
@@ -178,10 +203,16 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
     name = head.get("name", Path(source).stem)
     if not isinstance(name, str) or not name:
         raise TraceError(f"{source}: line 1: name: expected a non-empty text")
-    the_contract = _contract(head.get("contract"), f"{source}: line 1: contract")
+    the_contract = _contract(head, f"{source}: line 1: contract")
     marks = head.get("marks_crashes", False)
     if not isinstance(marks, bool):
         raise TraceError(f"{source}: line 1: marks_crashes: expected true or false")
+    error = head.get("error")
+    if error is not None and not isinstance(error, str):
+        raise TraceError(f"{source}: line 1: error: expected a string")
+    unavailable = head.get("unavailable", False)
+    if not isinstance(unavailable, bool) or (unavailable and error is None):
+        raise TraceError(f"{source}: line 1: unavailable: expected true or false, with an error")
     events: list[t.Event] = []
     numbers: list[int] = []
     unknown_outcome: set[int] = set()
@@ -199,9 +230,9 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
                 raise TraceError(f"{source}: line {number}: crash_after: expected a count")
             crash_after[len(events)] = inside
         try:
-            event = t.event_from_json(data)
-        except (ValueError, TypeError) as exc:
-            raise TraceError(f"{source}: line {number}: {_first(exc)}") from None
+            event = event_from_json(data)
+        except EventError as exc:
+            raise TraceError(f"{source}: line {number}: {exc}") from None
         if marked:
             if not isinstance(event, (t.Tool, t.Save, t.Order, t.Invalidate)):
                 raise TraceError(
@@ -211,15 +242,23 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
             unknown_outcome.add(len(events))
         events.append(event)
         numbers.append(number)
-    scenario_part = {"name": name, "agent": head.get("agent")}
-    if "channels" in head:
-        scenario_part["channels"] = head["channels"]
-    else:
-        scenario_part["channels"] = _channels_of(events, source)
+    if "agent" not in head:
+        raise TraceError(f"{source}: line 1: agent: missing")
+    for member, kind, what in (("agent", dict, "an object"), ("channels", list, "a list")):
+        if member in head and not isinstance(head[member], kind):
+            got = json.dumps(head[member], ensure_ascii=False)[:40]
+            raise TraceError(f"{source}: line 1: {member}: expected {what}, got {got}")
+    scenario_part = {
+        "name": name,
+        "agent": head["agent"],
+        "channels": head["channels"] if "channels" in head else _channels_of(events, source),
+        "schedule": [],
+    }
     try:
-        scenario = from_json({**scenario_part, "schedule": []}, f"{source}: line 1")
+        scenario = from_json(scenario_part, f"{source}: line 1")
     except ScenarioError as exc:
         raise TraceError(str(exc)) from None
+    _check_deliveries(scenario.topology, events, numbers, source)
     return RecordedRun(
         name,
         the_contract,
@@ -230,10 +269,18 @@ def loads(text: str, source: str = "trace") -> RecordedRun:
         frozenset(unknown_outcome),
         crash_after,
         marks is True,
+        source,
+        error,
+        unavailable,
     )
 
 
-def _contract(data: Any, where: str) -> Contract:
+def _contract(head: dict[str, Any], where: str) -> Contract:
+    """The header's contract: a name, or the contract as JSON. The model's messages
+    about a contract given as JSON name the member already (``where.wait: ...``)."""
+    if "contract" not in head:
+        raise TraceError(f"{where}: missing")
+    data = head["contract"]
     try:
         if isinstance(data, str):
             return contract(data)
@@ -243,8 +290,53 @@ def _contract(data: Any, where: str) -> Contract:
                 return named
             return contract_from_json(data, where)
     except UnknownContractError as exc:
-        raise TraceError(f"{where}: {exc}") from None
-    raise TraceError(f"{where}: expected a contract name or object")
+        text = str(exc)
+        if text.startswith(where):
+            raise TraceError(text) from None
+        member = "" if isinstance(data, str) else ".based_on"
+        raise TraceError(f"{where}{member}: {text}") from None
+    got = json.dumps(data, ensure_ascii=False)[:40]
+    raise TraceError(f"{where}: expected a contract name or object, got {got}")
+
+
+def _check_deliveries(
+    topology: Topology, events: Sequence[t.Event], numbers: Sequence[int], source: str
+) -> None:
+    """Refuse a ``deliver`` that the header's channels do not hold: a record or a
+    channel it does not declare, or a record delivered on another channel, at another
+    offset or with another key than the header gives it (its payload may differ: a
+    channel that is not replayable changes a record it delivers again)."""
+    channels = {c.name for c in topology.channels}
+    for event, number in zip(events, numbers, strict=True):
+        if not isinstance(event, t.Deliver):
+            continue
+        where = f"{source}: line {number}"
+        if event.channel not in channels:
+            raise TraceError(
+                f"{where}: channel: {event.channel!r} is not a channel of the header "
+                f"(it has {', '.join(repr(c.name) for c in topology.channels)})"
+            )
+        try:
+            record = topology.record(event.identity)
+        except KeyError:
+            raise TraceError(
+                f"{where}: identity: no record {event.identity!r} in the header's channels"
+            ) from None
+        if record.channel != event.channel:
+            raise TraceError(
+                f"{where}: channel: record {record.identity!r} is on channel "
+                f"{record.channel!r}, not {event.channel!r}"
+            )
+        if record.offset != event.offset:
+            raise TraceError(
+                f"{where}: offset: record {record.identity!r} is at offset {record.offset} "
+                f"of its channel, not {event.offset}"
+            )
+        if not same_key(record.key, event.key):
+            raise TraceError(
+                f"{where}: key: record {record.identity!r} has key {key_text(record.key)}, "
+                f"not {key_text(event.key)}"
+            )
 
 
 def _channels_of(events: list[t.Event], source: str) -> list[dict[str, Any]]:

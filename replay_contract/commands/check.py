@@ -16,6 +16,7 @@ from replay_contract.cli import CommandError, path_argument, writable_folder
 from replay_contract.conformance.check import (
     FAIL,
     PASS,
+    STOPS,
     UNKNOWN,
     Judgement,
     check,
@@ -70,8 +71,13 @@ def text(j: Judgement) -> str:
         lines.append(f"  {j.reason}")
     elif j.difference is not None:
         lines.append(f"  differs from the model at {j.difference}")
+    allows = (
+        "the contract allows it" if j.ended else "the contract allows it, or the run was not over"
+    )
+    if not j.ended:
+        lines.append("  the recording stops before the end of input: judged up to its last event")
     for b in j.broken:
-        allowed = " (the model breaks it too: the contract allows it)" if b.also_by_model else ""
+        allowed = f" (the model breaks it too: {allows})" if b.also_by_model else ""
         lines.append(f"  broken: {b.property}{allowed}")
         lines.append(f"    {b.explanation}")
         if b.key is not None:
@@ -79,10 +85,16 @@ def text(j: Judgement) -> str:
             lines.append(f"    key {key_text(b.key)}, positions {positions}")
         for line, event, history in zip(b.lines, b.described, b.histories, strict=True):
             lines.append(f"    line {line}: {event}")
-            lines.append(f"      accepted before its position: [{', '.join(history)}]")
+            if event != STOPS:
+                lines.append(f"      accepted before its position: [{', '.join(history)}]")
     if j.scenario_file is not None:
+        contract = (
+            f"--contract-file {j.contract_file}"
+            if j.contract_file is not None
+            else f"--contract {j.contract}"
+        )
         lines.append(
             f"  scenario file: {j.scenario_file} "
-            f"(replay it: replay-contract simulate {j.scenario_file} --contract {j.contract})"
+            f"(replay it: replay-contract simulate {j.scenario_file} {contract})"
         )
     return "\n".join(lines)

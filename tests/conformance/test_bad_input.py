@@ -189,6 +189,15 @@ def test_process_target_refuses_the_default_contract_it_does_not_implement(
     assert "implements seqnum, not ordered" in one_line_error(capsys)
 
 
+def test_process_target_whose_contracts_are_not_a_list_is_refused_as_such(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = orderly_with(tmp_path, contracts="ordered")
+    assert main(["conform", "--target", target, "--out", str(tmp_path / "out")]) == 2
+    line = one_line_error(capsys)
+    assert 'capabilities.contracts: expected a list of contract names, got "ordered"' in line
+
+
 def test_mutant_refuses_another_contract(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

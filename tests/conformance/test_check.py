@@ -231,7 +231,7 @@ def test_an_indeterminate_event_the_verdict_does_not_depend_on_is_judged() -> No
         ),
         (
             lambda text: text.replace(', "position": 0', "", 1),
-            "line 3: trace event 'accept' lacks 'position'",
+            "line 3: position: missing (accept needs key, position, identity, digest)",
         ),
         (lambda text: "\n".join(text.split("\n")[1:]), "line 1: not a trace header"),
     ],
@@ -250,7 +250,7 @@ def test_a_malformed_line_is_named(damage: Any, says: str, tmp_path: Path, capsy
 def test_a_delivery_out_of_channel_order_is_named_by_its_line() -> None:
     lines = recorded(catalogue.builtin("reversed-interleaving"), ORDERED)
     first = index_of(lines, "deliver", "A")
-    lines[first]["identity"] = "C"
+    lines[first]["identity"], lines[first]["offset"] = "C", 1  # C, where its channel holds it
     with pytest.raises(
         TraceError, match=f"line {first + 1}: deliver 'C': channel 'upstream-1' delivers 'A' next"
     ):
