@@ -62,6 +62,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse bad options of the suite before anything is collected or run: a negative
+    count, or a ``--replay-out`` where the failing scenarios cannot be written (nothing
+    is created: the suite makes the folder when a scenario fails)."""
+    if not config.getoption("replay_target"):
+        return
+    from replay_contract.arguments import creatable_folder
+    from replay_contract.errors import CommandError
+
+    for option in ("replay_examples", "replay_seed"):
+        if config.getoption(option) < 0:
+            raise pytest.UsageError(
+                f"--{option.replace('_', '-')}: must not be negative, "
+                f"got {config.getoption(option)}"
+            )
+    out = config.getoption("replay_out")
+    if not str(out).strip():
+        raise pytest.UsageError("--replay-out: expected a path, got an empty one")
+    try:
+        creatable_folder(Path(out), "--replay-out")
+    except CommandError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 class _ReplaySession:
     """The target and contract of one pytest session, the target started once."""
 
@@ -75,12 +99,6 @@ class _ReplaySession:
 
         self.target: str = config.getoption("replay_target")
         self.out = Path(config.getoption("replay_out"))
-        for option in ("replay_examples", "replay_seed"):
-            if config.getoption(option) < 0:
-                raise pytest.UsageError(
-                    f"--{option.replace('_', '-')}: must not be negative, "
-                    f"got {config.getoption(option)}"
-                )
         try:
             self.contract = contract(config.getoption("replay_contract"))
             self.impl: Implementation = resolve(self.target)

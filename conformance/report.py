@@ -15,6 +15,7 @@ from replay_contract.model.narrate import render
 
 from .coverage import tally
 from .judge import ERROR, FAILED, PASSED, SKIPPED, Result
+from .runner import OPEN
 
 
 @frozen
@@ -42,12 +43,35 @@ class SuiteRun:
             chosen = contract(self.contract)
         except Exception:
             return {}
-        return tally(chosen, (r.rules for r in self.results if r.verdict in (PASSED, FAILED)))
+        return tally(chosen, (r.rules for r in self.results if ran(r)))
+
+    def stop_line(self) -> str | None:
+        """Why the run stopped early and how many scenarios that left out, if it did."""
+        if self.stopped is None:
+            return None
+        left = None if self.planned is None else self.planned - len(self.results)
+        if not left or left < 0:
+            return self.stopped
+        if self.stopped.endswith("did not run"):  # suite.py's "...; the rest did not run"
+            return f"{self.stopped}: {left} of the {self.planned} scenarios"
+        return f"{self.stopped}; {left} of the {self.planned} scenarios did not run"
 
     @property
     def ok(self) -> bool:
         """No failure, no error, and not stopped before its end."""
         return self.count(FAILED) == 0 and self.count(ERROR) == 0 and self.stopped is None
+
+
+#: How a failure begins when the target failed at ``open``, before the scenario's first
+#: step (judge.py's "error: " before the runner's place).
+NOT_OPENED = f"error: {OPEN}: "
+
+
+def ran(r: Result) -> bool:
+    """Whether the target ran the scenario: it passed, or failed once it had opened it.
+    Only those exercise the contract's rules: a scenario the target failed to open ran
+    none of its steps."""
+    return r.verdict == PASSED or (r.verdict == FAILED and not r.reason.startswith(NOT_OPENED))
 
 
 def note(r: Result) -> str:
@@ -83,8 +107,9 @@ def summary(run: SuiteRun, everything: bool = False, width: int = 110) -> str:
         + (f"{run.count(ERROR)} errors, " if run.count(ERROR) else "")
         + f"{run.count(SKIPPED)} skipped in {run.seconds:.1f}s"
     )
-    if run.stopped is not None:
-        head += f"\n{run.stopped} ({len(run.results)} of {run.planned} scenarios ran)"
+    stop = run.stop_line()
+    if stop is not None:
+        head += f"\n{stop}"
     head += "\n" + rules_line(run.rules())
     if not rows:
         return head
@@ -168,10 +193,9 @@ def junit(run: SuiteRun, path: Path) -> None:
             error.text = r.reason
         elif r.verdict == SKIPPED:
             ET.SubElement(case, "skipped", message=r.reason)
-    if run.stopped is not None:
-        ET.SubElement(
-            suite, "system-err"
-        ).text = f"{run.stopped} ({len(run.results)} of {run.planned} scenarios ran)"
+    stop = run.stop_line()
+    if stop is not None:
+        ET.SubElement(suite, "system-err").text = stop
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 

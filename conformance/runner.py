@@ -26,6 +26,10 @@ from .interface import Crashed, Implementation, TargetUnavailable
 
 END = Step("end")
 
+#: Where a run failed when the implementation could not open the scenario: an error
+#: there begins with it (``open: ...``), and no step of the scenario ran.
+OPEN = "open"
+
 
 @frozen
 class Observed:
@@ -63,7 +67,7 @@ def observe(impl: Implementation, scenario: Scenario, contract: Contract) -> Obs
         try:
             impl.open(scenario.agent, scenario.topology, contract, env)
         except TargetUnavailable as exc:
-            error, unavailable = f"open: {exc}", True
+            error, unavailable = f"{OPEN}: {exc}", True
             raise
         for i, step in enumerate(schedule(scenario)):
             start = len(env.events)
@@ -80,7 +84,7 @@ def observe(impl: Implementation, scenario: Scenario, contract: Contract) -> Obs
             if error is not None:
                 break
     except Exception as exc:
-        error = error or f"open: {_named(exc)}"
+        error = error or f"{OPEN}: {_named(exc)}"
     finally:
         try:
             impl.close()

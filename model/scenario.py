@@ -348,6 +348,8 @@ def _channel(obj: _Obj) -> Channel:
                 f"{o.where}.key: {key} is outside -{MAX_INT_KEY}..{MAX_INT_KEY}, the integers "
                 "every JSON reader holds exactly"
             )
+        if "payload" not in o.data:
+            raise ScenarioError(f"{o.where}: missing field 'payload' (null when it has none)")
         replay = None
         if "replay" in o.data:
             if replayable:
@@ -362,7 +364,7 @@ def _channel(obj: _Obj) -> Channel:
                 replay = Replay(payload=value["payload"])
             else:
                 raise ScenarioError(f'{o.where}.replay: expected "lost" or {{"payload": ...}}')
-        records.append(Record(identity, key, o.data.get("payload"), name, i, replay))
+        records.append(Record(identity, key, o.data["payload"], name, i, replay))
     return Channel(name, tuple(records), replayable)
 
 

@@ -22,7 +22,10 @@ from typing import Any
 
 from replay_contract.arguments import MAX_SECONDS as MAX_SECONDS
 from replay_contract.arguments import OneLineParser as OneLineParser
+from replay_contract.arguments import comma_list as comma_list
+from replay_contract.arguments import creatable_folder as creatable_folder
 from replay_contract.arguments import free_names as free_names
+from replay_contract.arguments import made_folder as made_folder
 from replay_contract.arguments import one_line as one_line
 from replay_contract.arguments import path_argument as path_argument
 from replay_contract.arguments import positive_int as positive_int
@@ -54,6 +57,28 @@ COMMANDS = (
     "bench",
     "live",
 )
+
+
+#: The options of any command that take a comma-separated list, by their ``dest``: an
+#: empty item or one given twice is refused before the command runs
+#: (:func:`~replay_contract.arguments.comma_list`).
+LISTS = {
+    "contract": "--contract",
+    "property": "--property",
+    "bound": "--bound",
+    "replayed": "--replayed",
+    "pad": "--pad",
+    "by_keys": "--by-keys",
+    "payloads": "--payloads",
+}
+
+
+def check_lists(args: argparse.Namespace) -> None:
+    """Refuse a comma-separated option with an empty or repeated item (:data:`LISTS`)."""
+    for dest, option in LISTS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            comma_list(value, option)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     restore = stop_as_on_ctrl_c()
     try:
+        check_lists(args)
         status: int = args.func(args)
     except InfrastructureError as exc:  # before CommandError: a server that died starting
         print(f"replay-contract {args.command}: error: {one_line(str(exc))}", file=sys.stderr)

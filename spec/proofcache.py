@@ -26,6 +26,8 @@ Where: ``$REPLAY_CONTRACT_PROOF_CACHE``, or ``proofs/`` in the download cache
 (:func:`replay_contract.cache.cache_dir`);
 ``REPLAY_CONTRACT_PROOF_CACHE=off`` (or ``verify --no-proof-cache``) turns it off. An
 entry that cannot be read is said on standard error, checked again and written anew.
+``verify`` refuses a cache that cannot be written before it starts
+(:func:`unwritable`): otherwise each process that checks would say so.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from typing import Any
 
 import z3
 
+from replay_contract.arguments import creatable_folder
 from replay_contract.cache import cache_dir
+from replay_contract.errors import CommandError
 from replay_contract.model.contracts import Contract
 
 from .bound import Bound
@@ -50,6 +54,9 @@ from .bound import Bound
 FORMAT = 1
 
 OFF = "off"
+
+#: The environment variable that says where the cache is, or that it is off.
+VARIABLE = "REPLAY_CONTRACT_PROOF_CACHE"
 
 #: What names the partial entry of a check (:func:`partial`).
 PARTIAL = ".partial"
@@ -60,7 +67,7 @@ _unwritable = False
 
 def folder() -> Path | None:
     """Where the cache is, or ``None`` when it is off."""
-    configured = os.environ.get("REPLAY_CONTRACT_PROOF_CACHE", "")
+    configured = os.environ.get(VARIABLE, "")
     if configured.strip().lower() == OFF:
         return None
     if configured:
@@ -70,7 +77,21 @@ def folder() -> Path | None:
 
 def turn_off() -> None:
     """No lookup or write in this process and those it starts."""
-    os.environ["REPLAY_CONTRACT_PROOF_CACHE"] = OFF
+    os.environ[VARIABLE] = OFF
+
+
+def unwritable() -> str | None:
+    """Why the cache cannot be written, as one line naming its folder (and
+    :data:`VARIABLE` when that chose it), or ``None`` when it can or is off. Nothing is
+    created: the folders made to try it are removed again."""
+    top = folder()
+    if top is None:
+        return None
+    try:
+        creatable_folder(top, VARIABLE if os.environ.get(VARIABLE) else "the proof cache")
+    except CommandError as exc:
+        return str(exc)
+    return None
 
 
 def code_fingerprint() -> str:
@@ -225,5 +246,7 @@ def remove(name: str) -> None:
     if path is not None:
         try:
             path.unlink(missing_ok=True)
+        except NotADirectoryError:
+            pass  # a file in place of the folder: no entry there, and the write said so
         except OSError as e:
             print(f"proof cache: {path}: cannot remove ({e})", file=sys.stderr)

@@ -12,6 +12,7 @@ from replay_contract.cli import main
 from replay_contract.model.catalogue import builtin
 
 SMALL = ["--bound", "inputs=2,channels=2,keys=1,crashes=1", "--timeout", "60", "--quiet"]
+EMPTY = "an empty item (two commas in a row, or one at an end)"
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -24,6 +25,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert status == 2, captured
     assert captured.err.count("\n") == 1, captured.err
     assert "Traceback" not in captured.err
+    assert captured.out == ""  # refused before anything is printed
     return captured.err.strip()
 
 
@@ -65,19 +67,45 @@ def test_a_contract_and_a_contract_file_are_not_both_taken(
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["simulate", "reversed-interleaving", "--contract", ""], "no contract named in ''"),
-        (["explore", "reversed-interleaving", "--contract", ","], "no contract named in ','"),
-        (["verify", *SMALL, "--contract", "seqnum", "--property", ""], "no property named in ''"),
-        (["verify", *SMALL, "--property", " , "], "no property named in ' , '"),
+        (["simulate", "reversed-interleaving", "--contract", ""], "error: --contract: empty"),
+        (["explore", "reversed-interleaving", "--contract", ","], f"--contract ',': {EMPTY}"),
+        (["verify", *SMALL, "--contract", "seqnum", "--property", ""], "--property: empty"),
+        (["verify", *SMALL, "--property", " , "], f"--property ' , ': {EMPTY}"),
         (["scenarios", ""], "no built-in scenario ''"),
-        (["verify", "--bound", ""], "bound: empty"),
+        (["verify", "--bound", ""], "--bound: empty"),
         (["verify", "--bound", "inputs=2,inputs=3"], "bound: inputs is given twice"),
+        # an empty item is refused, not skipped; a repeated one, not run twice
+        (["verify", *SMALL, "--contract", "ordered,,seqnum"], f"'ordered,,seqnum': {EMPTY}"),
+        (["verify", "--bound", "inputs=2,,"], f"--bound 'inputs=2,,': {EMPTY}"),
+        (["simulate", "reversed-interleaving", "--contract", "seqnum,"], f"'seqnum,': {EMPTY}"),
+        (["verify", *SMALL, "--contract", "ordered,ordered"], "ordered is given twice"),
+        (
+            ["explore", "reversed-interleaving", "--contract", "seqnum, ordered,seqnum"],
+            "--contract 'seqnum, ordered,seqnum': seqnum is given twice",
+        ),
+        (["verify", *SMALL, "--property", "key-isolation,key-isolation"], "given twice"),
+        (["bench", "--payloads", "1,,2"], f"--payloads '1,,2': {EMPTY}"),
+        (["bench", "--by-keys", "1,16,1"], "--by-keys '1,16,1': 1 is given twice"),
     ],
 )
 def test_empty_or_repeated_choices_are_refused(
-    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     assert says in refused(argv, capsys)
+    assert list(tmp_path.iterdir()) == []  # refused before any output folder is made
+
+
+def test_a_deadline_without_a_deepening_is_refused_before_any_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["verify", *SMALL, "--contract", "seqnum", "--property", "complete-reuse"]
+    line = refused([*argv, "--deadline", "5"], capsys)
+    assert line.endswith("error: --deadline: only with --deepen (or --contract-file)")
 
 
 @pytest.mark.parametrize(

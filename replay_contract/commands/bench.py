@@ -24,7 +24,7 @@ import statistics
 import sys
 from typing import Any
 
-from replay_contract.cli import CommandError, positive_int
+from replay_contract.cli import CommandError, comma_list, positive_int
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.model.narrate import render
 
@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _sizes(text: str, what: str) -> list[int]:
     try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
+        sizes = [int(part) for part in comma_list(text, f"--{what}")]
     except ValueError:
         raise CommandError(f"--{what}: expected comma-separated integers, got {text!r}") from None
     if not sizes or any(s < 0 for s in sizes):

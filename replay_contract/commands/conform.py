@@ -22,20 +22,25 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replay_contract.cli import (
     CommandError,
+    creatable_folder,
+    made_folder,
     path_argument,
     positive_int,
     positive_number,
     writable_file,
-    writable_folder,
 )
 from replay_contract.exits import BROKEN, HOLDS, INTERRUPTED, NO_ANSWER, interruption
 from replay_contract.model import catalogue
 from replay_contract.model.contracts import Contract, contract
 from replay_contract.model.files import slug
+
+if TYPE_CHECKING:
+    from replay_contract.conformance.suite import Cases
+    from replay_contract.model.scenario import Scenario
 
 SHOWN_FAILURES = 3
 
@@ -152,8 +157,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--seed: must not be negative, got {args.seed}")
     chosen = contract(args.contract)
     # Everything the run writes is checked before the target starts: a run that found
-    # a failure must not lose it to an output path that cannot be written.
-    writable_folder(args.out, "--out")
+    # a failure must not lose it to an output path that cannot be written. Nothing is
+    # created until every check has passed: the writers make the folders they need.
+    creatable_folder(args.out, "--out")
     # the folder the failing scenarios of this target and contract go to (suite.py);
     # created only when one fails, so only what is already there is checked
     where = args.out / slug(args.target) / slug(chosen.name)
@@ -163,27 +169,21 @@ def run(args: argparse.Namespace) -> int:
     if args.junit is not None:
         writable_file(args.junit, "--junit")
     if args.record_traces is not None:
-        writable_folder(args.record_traces, "--record-traces")
+        creatable_folder(args.record_traces, "--record-traces")
     fixed = [catalogue.resolve(ref) for ref in args.scenario] if args.scenario else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
-    impl = targets.resolve(args.target, args.timeout, args.out)
+    # a process target writes its standard error under --out from its start: the folder
+    # is made for it, and removed again when the target is refused
+    with made_folder(args.out, "--out"):
+        impl = targets.resolve(args.target, args.timeout, args.out)
+        try:
+            todo = admitted(impl, args, chosen, fixed, seed)
+        except BaseException:
+            suite.shutdown(impl)
+            raise
     results: list[Any] = []
     interrupted = False
     try:
-        reason = judge.unclaimed(impl.capabilities, chosen)
-        if reason is not None:
-            raise CommandError(
-                f"target {args.target} {reason}; choose one it implements with --contract"
-            )
-        todo = suite.cases(
-            args.examples,
-            seed,
-            chosen,
-            sweep=not args.no_sweep,
-            scenarios=fixed,
-            capabilities=impl.capabilities,
-        )
-        runnable(impl, todo, chosen)
         progress = report.Progress(len(todo))
         started = time.monotonic()
         limits = suite.Limits(
@@ -205,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as exc:
             interrupted = True
             limits.stopped = f"interrupted ({interruption(exc)})"
+        if not interrupted and len(results) == len(todo):
+            limits.stopped = None  # the last scenario was the last error in a row: none left
         progress.close()
         done = report.SuiteRun(
             args.target,
@@ -257,6 +259,34 @@ def run(args: argparse.Namespace) -> int:
     if done.count(judge.ERROR) or done.stopped is not None:
         return NO_ANSWER
     return BROKEN if done.count(judge.FAILED) or thin is not None else HOLDS
+
+
+def admitted(
+    impl: Any,
+    args: argparse.Namespace,
+    chosen: Contract,
+    fixed: list[Scenario] | None,
+    seed: int,
+) -> Cases:
+    """The cases to run, once the target is known to implement the contract and to be
+    able to run at least one of them; else refused."""
+    from replay_contract.conformance import judge, suite
+
+    reason = judge.unclaimed(impl.capabilities, chosen)
+    if reason is not None:
+        raise CommandError(
+            f"target {args.target} {reason}; choose one it implements with --contract"
+        )
+    todo = suite.cases(
+        args.examples,
+        seed,
+        chosen,
+        sweep=not args.no_sweep,
+        scenarios=fixed,
+        capabilities=impl.capabilities,
+    )
+    runnable(impl, todo, chosen)
+    return todo
 
 
 def too_thin(done: Any, fail_on_skip: bool, min_scenarios: int | None) -> str | None:

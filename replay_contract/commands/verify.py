@@ -12,10 +12,11 @@ from typing import Any
 
 from replay_contract.cli import (
     CommandError,
+    comma_list,
+    creatable_folder,
     free_names,
     path_argument,
     positive_number,
-    writable_folder,
 )
 from replay_contract.commands.simulate import add_contract_options, chosen_contracts
 from replay_contract.exits import BROKEN, HOLDS, NO_ANSWER, worst
@@ -57,7 +58,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--bound",
         default=str(DEFAULT),
-        help=f"inputs=N,channels=C,keys=K,crashes=F[,changes=L][,agents=a+b] (default {DEFAULT})",
+        help="inputs=N,channels=C,keys=K,crashes=F[,changes=L][,timeouts=T][,agents=a+b] "
+        f"(default {DEFAULT}; timeouts=T, the timeout steps a run may have, is what "
+        "bounded-waiting needs)",
     )
     p.add_argument(
         "--out",
@@ -95,8 +98,9 @@ def register(sub: Any) -> None:
         "--deadline",
         type=positive_number,
         default=None,
-        help="with --deepen: stop after this many seconds; a property not decided by then "
-        "is unknown, with the bound it is proved up to",
+        help="with --deepen (the default with --contract-file; refused without either): "
+        "stop after this many seconds; a property not decided by then is unknown, with the "
+        "bound it is proved up to",
     )
     p.add_argument(
         "--no-reachability", action="store_true", help="skip the reachability (vacuity) checks"
@@ -131,11 +135,7 @@ def properties(text: str, timeouts: int = 1) -> list[str]:
     ``timeout`` step (``timeouts=0``), where it could only be vacuous."""
     if text == "all":
         return [p for p in PROPERTIES if timeouts or p != BOUNDED_WAITING]
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise CommandError(
-            f"no property named in {text!r} (known: {', '.join(PROPERTIES)}, or all)"
-        )
+    names = comma_list(text, "--property")
     for n in names:
         if n not in PROPERTIES:
             raise CommandError(f"unknown property {n!r} (known: {', '.join(PROPERTIES)})")
@@ -161,12 +161,18 @@ def run(args: argparse.Namespace) -> int:
     refusal = too_large(bound)
     if refusal is not None:
         raise CommandError(refusal)
+    deepening = args.deepen or bool(args.contract_file)
+    if args.deadline is not None and not deepening:
+        raise CommandError("--deadline: only with --deepen (or --contract-file)")
     if args.no_proof_cache:
         proofcache.turn_off()
+    unwritable = proofcache.unwritable()
+    if unwritable is not None:
+        raise CommandError(f"{unwritable}; --no-proof-cache runs without the cache")
     props = properties(args.property, bound.timeouts)
     chosen = chosen_contracts(args)
     expected = manifest_verdicts(chosen, props) if args.manifest else None
-    writable_folder(args.out)
+    creatable_folder(args.out)  # made when a counterexample is written there
     free_names(args.out, (counterexample_name(c.name, p) for c in chosen for p in props))
     started = time.monotonic()
 
@@ -182,10 +188,7 @@ def run(args: argparse.Namespace) -> int:
         # each contract's verdicts are shown as soon as they are known: a long run that
         # is stopped keeps what it found
         print(f"bound: {bound}\n", flush=True)
-    deepening = args.deepen or bool(args.contract_file)
     engine = args.engine or (MANIFEST_ENGINE if args.manifest else DEFAULT_ENGINE)
-    if args.deadline is not None and not deepening:
-        raise CommandError("--deadline: only with --deepen (or --contract-file)")
     for contract in chosen:
         texts: list[str] = []
         shown: set[str] = set()

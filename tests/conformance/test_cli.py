@@ -12,7 +12,7 @@ import pytest
 
 from replay_contract.cli import main
 
-from .conftest import conform
+from .conftest import ORDERLY, conform
 
 
 def test_text_output_has_the_summary_table_and_progress_on_stderr(
@@ -154,14 +154,35 @@ def test_a_written_scenario_replays_the_failure(
         ["--target", "model", "--seed", "-1"],
         ["--target", "process:python3 -c 'unterminated"],
         ["--target", "mutant:ordered-no-wait", "--contract", "seqnum"],
+        ["--target", "process:false"],  # exits before its first line
+        ["--target", ORDERLY, "--contract", "stable-id"],  # refused once it has started
     ],
 )
-def test_refused_input_is_one_line_and_status_2(
-    capsys: pytest.CaptureFixture[str], args: list[str]
+def test_refused_input_is_one_line_and_status_2_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert main(["conform", *args]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("replay-contract conform: error: ")
+    monkeypatch.chdir(tmp_path)
+    outputs = ["--junit", "reports/junit.xml", "--record-traces", "traces/run"]
+    assert main(["conform", *args, *outputs]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("replay-contract conform: error: ")
+    assert out == ""
+    # not even the default --out folder (out/conformance), nor those of the outputs
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_makes_its_output_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, junit, traces = tmp_path / "o" / "c", tmp_path / "r" / "junit.xml", tmp_path / "t"
+    args = ["--target", "mutant:ordered-no-wait", "--scenario", "reversed-interleaving"]
+    args += ["--examples", "0", "--no-sweep", "--out", str(out), "--junit", str(junit)]
+    status, doc = conform(capsys, *args, "--record-traces", str(traces))
+    assert status == 1
+    assert Path(doc["results"][0]["scenario_file"]).parent.parent.parent == out
+    assert junit.is_file() and list(traces.rglob("*.ndjson"))
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -205,6 +226,23 @@ def test_pytest_plugin_counts_its_scenarios_in_the_collection_line(tmp_path: Pat
     collected, deselected = (int(w) for w in re.findall(r"\d+", line)[:2])
     assert line == f"collected {collected} items / {deselected} deselected / 1 selected"
     assert collected == deselected + 1
+
+
+@pytest.mark.parametrize("where", ["a-file/out", "a-file"])
+def test_pytest_plugin_refuses_an_output_folder_it_cannot_write(tmp_path: Path, where: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    out = tmp_path / where
+    done = _pytest(
+        tmp_path,
+        "--replay-target=mutant:ordered-no-wait",
+        "--replay-examples=0",
+        f"--replay-out={out}",
+    )
+    assert done.returncode == 4  # a usage error, before any scenario runs
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert line.startswith(f"ERROR: --replay-out {out}: ")
+    assert "not a folder" in line or "cannot create it" in line
+    assert "Traceback" not in done.stdout + done.stderr and "failed" not in done.stdout
 
 
 def test_pytest_plugin_refuses_an_unknown_target(tmp_path: Path) -> None:

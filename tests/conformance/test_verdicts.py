@@ -3,6 +3,7 @@ a deadline, Ctrl-C, and coverage that cannot be silently thin."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -99,7 +100,10 @@ def test_ctrl_c_keeps_a_partial_summary_and_junit(
     assert main([*args, "--junit", str(junit), "--verbose"]) == 130
     out, err = capsys.readouterr()
     assert "2 passed, 0 failed, 0 skipped" in out
-    assert "interrupted (Ctrl-C) (2 of " in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("interrupted (Ctrl-C)")]
+    left, planned = (int(n) for n in re.findall(r"\d+", line))
+    assert line == f"interrupted (Ctrl-C); {left} of the {planned} scenarios did not run"
+    assert left == planned - 2
     assert "replay-contract conform: interrupted (Ctrl-C)" in err
     assert len(ET.parse(junit).getroot().findall("testcase")) == 2
 
@@ -173,6 +177,50 @@ def test_the_summary_names_the_rules_not_exercised(
     out = capsys.readouterr().out
     (line,) = [ln for ln in out.splitlines() if ln.startswith("rules exercised:")]
     assert "wait 1" in line and "NOT exercised: " in line and "give_up_after" in line
+
+
+FOUR = ["reversed-interleaving", "single-upstream", "stateful-chain", "checkpoint-while-waiting"]
+
+
+def _scenarios(names: list[str]) -> list[str]:
+    return [*(a for n in names for a in ("--scenario", n)), "--examples", "0", "--no-sweep"]
+
+
+def test_scenarios_the_target_failed_to_open_exercise_no_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = program(tmp_path, "    print('garbage', flush=True)")
+    args = ["--target", target, *_scenarios(FOUR), "--out", str(tmp_path / "out")]
+    status, doc = conform(capsys, *args)
+    assert status == 1
+    assert {r["verdict"] for r in doc["results"]} == {"failed"}
+    assert all(r["reason"].startswith("error: open: ") for r in doc["results"])
+    assert all(r["rules"] for r in doc["results"])  # what the model's runs would exercise
+    assert set(doc["rules"].values()) == {0}
+    assert main(["conform", *args]) == 1
+    out = capsys.readouterr().out
+    assert "rules exercised: none; NOT exercised: match, wait, record_order" in out
+
+
+@pytest.mark.parametrize(("scenarios", "left"), [(FOUR[:3], 0), (FOUR, 1)])
+def test_errors_in_a_row_stop_only_a_run_with_scenarios_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], scenarios: list[str], left: int
+) -> None:
+    target = program(tmp_path, "    sys.exit(4)")
+    args = ["conform", "--target", target, *_scenarios(scenarios), "--out", str(tmp_path)]
+    assert main([*args, "--junit", str(tmp_path / "j.xml")]) == 3
+    out, err = capsys.readouterr()
+    assert "0 passed, 0 failed, 3 errors" in out
+    stopped = [ln for ln in (out + err).splitlines() if "errors in a row" in ln]
+    system_err = ET.parse(tmp_path / "j.xml").getroot().find("system-err")
+    if not left:  # the third error was the last scenario: nothing was stopped
+        assert stopped == [] and system_err is None
+        return
+    (summary, line) = stopped
+    assert summary.startswith("stopped after 3 errors in a row (the last: open: the target")
+    assert summary.endswith("; the rest did not run: 1 of the 4 scenarios")
+    assert line.startswith("replay-contract conform: stopped after 3 errors in a row")
+    assert system_err is not None and system_err.text == summary
 
 
 def test_a_target_without_a_give_up_bound_fails_the_default_run(

@@ -76,6 +76,10 @@ def test_schedule_ending_down_is_refused() -> None:
             lambda d: d["channels"][0]["records"][0].update(paylod=1),
             "channels[0].records[0]: unknown field 'paylod'",
         ),
+        (
+            lambda d: d["channels"][0]["records"][0].pop("payload"),
+            "channels[0].records[0]: missing field 'payload' (null when it has none)",
+        ),
         (lambda d: d["channels"][1]["records"][0].update(id="A"), "record id 'A' appears twice"),
         (
             lambda d: d["channels"][0]["records"][0].update(replay="lost"),
@@ -91,6 +95,14 @@ def test_field_errors_name_the_place(change, expected: str) -> None:
     data = base()
     change(data)
     assert expected in refuse(data)
+
+
+def test_a_payload_may_be_null() -> None:
+    data = base()
+    data["channels"][0]["records"][0]["payload"] = None
+    scenario = loads(json.dumps(data), "s.json")
+    assert scenario.topology.channels[0].records[0].payload is None
+    assert scenario.to_json()["channels"][0]["records"][0]["payload"] is None
 
 
 def test_cycle_of_events_is_refused() -> None:

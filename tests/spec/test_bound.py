@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import argparse
+
+import attrs
 import pytest
 
+from replay_contract.cli import build_parser
 from replay_contract.spec.bound import DEFAULT, Bound, BoundError, parse
 
 
@@ -29,3 +33,14 @@ def test_parse_and_print() -> None:
 def test_refused(text: str, says: str) -> None:
     with pytest.raises(BoundError, match=says):
         parse(text)
+
+
+def test_the_help_of_verify_names_every_dimension_of_the_bound() -> None:
+    """The help (and so docs/reference/cli.md, generated from it) names every dimension
+    parse() takes."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    (bound,) = [a for a in commands.choices["verify"]._actions if a.dest == "bound"]
+    assert bound.help is not None
+    for field in attrs.fields(Bound):
+        assert f"{field.name}=" in bound.help, field.name
+    assert "timeouts=T" in bound.help and "bounded-waiting" in bound.help

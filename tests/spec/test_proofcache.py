@@ -14,6 +14,7 @@ import z3
 from attrs import evolve
 
 from replay_contract import model, spec
+from replay_contract.cli import main
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.spec import induction, proofcache
 from replay_contract.spec.bound import parse
@@ -144,8 +145,43 @@ def test_a_cache_that_cannot_be_written_is_said_once(
     monkeypatch.setattr(proofcache, "_unwritable", False)
     outcomes = [_check(t, []) for t in induction.step_classes(ORDERED, LARGER)[:2]]
     assert all(o.failed == {} and o.broken == "" for o in outcomes)  # the checks stand
-    said = [line for line in capsys.readouterr().err.splitlines() if "cannot write" in line]
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "cannot write" in line]
     assert len(said) == 1 and str(blocker) in said[0] and said[0].endswith("not kept")
+    assert "cannot remove" not in err  # no partial entry can be under a file
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/proofs"])
+def test_verify_refuses_a_cache_it_cannot_write_before_any_work(
+    where: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(proofcache.VARIABLE, str(tmp_path / where))
+    monkeypatch.chdir(tmp_path)
+    argv = ["verify", "--contract", "seqnum", "--property", "complete-reuse", "--deepen"]
+    argv += ["--bound", "inputs=2,channels=2,keys=1,crashes=1", "--deadline", "60", "--quiet"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"replay-contract verify: error: {proofcache.VARIABLE} {tmp_path}/")
+    assert line.endswith("; --no-proof-cache runs without the cache")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no out/ made
+    # without the cache the same command runs: seqnum breaks complete-reuse
+    assert main([*argv, "--no-proof-cache"]) == 1
+    assert "proof cache" not in capsys.readouterr().err
+
+
+def test_removing_an_entry_under_a_file_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(proofcache.VARIABLE, str(tmp_path / "a-file"))
+    proofcache.remove(proofcache.partial("ab" * 32))  # there is no such entry to remove
+    assert capsys.readouterr().err == ""
 
 
 def _partial(entry: Path) -> bool:
