@@ -50,6 +50,17 @@ def refused(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> s
     return lines[0]
 
 
+def refused_saying(
+    lines: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, str]:
+    """A recording of ``lines`` refused by :func:`refused` with a line that names the
+    file, then ``says``; the file and the line."""
+    path = cut(tmp_path, lines, len(lines), "t.ndjson")
+    line = refused(path, tmp_path, capsys)
+    assert line.startswith(f"replay-contract check: error: {path}: {says}"), line
+    return path, line
+
+
 # -- a recording that stops before the end of input ------------------------------------------
 
 
@@ -188,9 +199,7 @@ MEMORY = "expected [[key, [[field, value], ...]], ...]"
 def test_a_member_of_the_wrong_type_is_refused_with_its_file_line_and_name(
     lines: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = cut(tmp_path, lines, len(lines), "t.ndjson")
-    line = refused(path, tmp_path, capsys)
-    assert line.startswith(f"replay-contract check: error: {path}: {says}"), line
+    refused_saying(lines, says, tmp_path, capsys)
 
 
 # -- the header's messages ----------------------------------------------------------------
@@ -226,9 +235,7 @@ def with_header(**members: Any) -> list[str]:
 def test_a_bad_header_member_is_named_once(
     lines: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = cut(tmp_path, lines, len(lines), "t.ndjson")
-    line = refused(path, tmp_path, capsys)
-    assert line.startswith(f"replay-contract check: error: {path}: {says}"), line
+    path, line = refused_saying(lines, says, tmp_path, capsys)
     assert line.count(str(path)) == 1
 
 

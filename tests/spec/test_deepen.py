@@ -173,19 +173,33 @@ def test_what_induction_tries_is_deepened_before_what_is_left_to_the_unrolling()
     ]
 
 
-def test_proofs_by_the_invariant_reach_the_bound_while_the_unrolling_of_the_rest_is_stopped() -> (
-    None
-):
-    # ordered with volatile invalidation: its complete-reuse goes to the unrolling, which
-    # takes minutes at two crashes; its generic invariant proves the other two in seconds
-    volatile = MUTANTS["ordered-volatile-invalidation"]
-    bound = parse("inputs=3,channels=2,keys=2,crashes=2")
+@pytest.mark.parametrize(
+    ("name", "bound", "slow", "deadline"),
+    [
+        # waits and fits neither family: its complete-reuse goes to the unrolling, which
+        # takes minutes at two crashes; the generic invariant proves the other two
+        (
+            "ordered-volatile-invalidation",
+            "inputs=3,channels=2,keys=2,crashes=2",
+            "complete-reuse",
+            45.0,
+        ),
+        # a contract of a family: its full invariant takes twenty minutes at the default
+        # bound; the generic one proves the other two there in seconds
+        ("ordered", str(DEFAULT), "divergence-safeguard", 60.0),
+    ],
+)
+def test_the_generic_invariants_proofs_reach_the_bound_while_the_rest_is_stopped(
+    name: str, bound: str, slow: str, deadline: float
+) -> None:
+    contract = ORDERED if name == "ordered" else MUTANTS[name]
+    asked = parse(bound)
     said: list[str] = []
     results = deepen(
-        volatile,
-        bound,
-        ["key-isolation", "no-lost-input", "complete-reuse"],
-        deadline=45.0,
+        contract,
+        asked,
+        ["key-isolation", "no-lost-input", slow],
+        deadline=deadline,
         progress=said.append,
         workers=2,
         engine="induction",
@@ -193,38 +207,13 @@ def test_proofs_by_the_invariant_reach_the_bound_while_the_unrolling_of_the_rest
     by = {r.property: r for r in results}
     for p in ("key-isolation", "no-lost-input"):
         assert by[p].verdict == "proved", by[p].reason
-        assert by[p].bound == bound
-        assert by[p].engines == dict.fromkeys(bound.agents, "induction")
-    reused = by["complete-reuse"]
-    assert reused.verdict == "unknown"
-    assert reused.reason.endswith(f"stopped before {bound}")
-    # the reachability checks were made with the proofs at the bound, before the stop
-    assert by["no-lost-input"].reachable["crash"] == "reached"
-    assert by["no-lost-input"].reachable["restore"] == "reached"
-    assert any(f"proved up to {bound}: key-isolation, no-lost-input" in line for line in said)
-
-
-def test_the_generic_invariants_proofs_of_a_family_contract_come_at_the_bound_first() -> None:
-    # ordered's full invariant takes twenty minutes at the default bound; the generic one
-    # proves key-isolation and no-lost-input there in seconds
-    said: list[str] = []
-    results = deepen(
-        ORDERED,
-        DEFAULT,
-        ["key-isolation", "no-lost-input", "divergence-safeguard"],
-        deadline=60.0,
-        progress=said.append,
-        workers=2,
-        engine="induction",
-    )
-    by = {r.property: r for r in results}
-    for p in ("key-isolation", "no-lost-input"):
-        assert by[p].verdict == "proved", by[p].reason
-        assert by[p].bound == DEFAULT
-        assert by[p].engines == dict.fromkeys(DEFAULT.agents, "induction")
-        assert by[p].reachable["restore"] == "reached"
-    assert by["divergence-safeguard"].verdict == "unknown"
-    assert any(f"proved up to {DEFAULT}: key-isolation, no-lost-input" in x for x in said)
+        assert by[p].bound == asked
+        assert by[p].engines == dict.fromkeys(asked.agents, "induction")
+        # the reachability checks were made with the proofs at the bound, before the stop
+        assert by[p].reachable["crash"] == by[p].reachable["restore"] == "reached"
+    assert by[slow].verdict == "unknown"
+    assert by[slow].reason.endswith(f"stopped before {asked}")
+    assert any(f"proved up to {asked}: key-isolation, no-lost-input" in line for line in said)
 
 
 def test_a_deadline_leaves_unknown_with_the_bound_reached() -> None:
