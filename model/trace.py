@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from attrs import NOTHING, asdict, fields, frozen
+from attrs import asdict, frozen
 
 from .agent import Agent, Path
 from .topology import Key, Record
@@ -260,27 +260,6 @@ def event_to_json(event: Event) -> dict[str, Any]:
     for name, value in asdict(event, recurse=False).items():
         data[name] = _plain(value)
     return data
-
-
-def event_from_json(data: dict[str, Any]) -> Event:
-    """Build an event from its JSON form; raises ``ValueError`` naming what is wrong."""
-    kind = data.get("event")
-    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
-    if cls is None:
-        raise ValueError(f"unknown trace event {kind!r}")
-    args = {}
-    for field in fields(cls):
-        if field.name not in data:
-            if field.default is not NOTHING:
-                continue
-            raise ValueError(f"trace event {kind!r} lacks {field.name!r}")
-        value = data[field.name]
-        if field.name in ("path", "reads", "completions"):
-            value = tuple(value)
-        elif field.name == "memory":
-            value = tuple((k, tuple((f, v) for f, v in fields_)) for k, fields_ in value)
-        args[field.name] = value
-    return cls(**args)  # type: ignore[no-any-return]
 
 
 def _plain(value: Any) -> Any:

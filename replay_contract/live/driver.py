@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from replay_contract.conformance.events import event_from_json
 from replay_contract.conformance.interface import Capabilities, Environment
 from replay_contract.errors import TargetUnavailable
 from replay_contract.exits import InfrastructureError
-from replay_contract.model import trace as t
 from replay_contract.model.agent import Agent
 from replay_contract.model.contracts import CONTRACTS, Contract
 from replay_contract.model.scenario import Scenario
@@ -519,7 +519,7 @@ class LiveFlink:
             elif kind == "output":
                 self._env.output(data["key"], data["identity"], tuple(data["path"]), data["value"])
             else:
-                self._env.report(t.event_from_json(data))
+                self._env.report(event_from_json(data))
 
 
 def implementation(store: str) -> LiveFlink:
