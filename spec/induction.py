@@ -38,9 +38,9 @@ of its prefix as per-position cells (set from G when the slot is written), and e
 a ghost memory before each position of G (for ``equivalent-outcome``, agents with one
 memory field, and for ``complete-reuse`` under a lookup by reads, which finds a
 completion only where the key's memory is the one it was saved with). For the contracts
-that wait, :func:`_waiting_facts` adds where each key's
-recorded order ends in the store, the expected order, the waiting inputs, the keys'
-ranks and the advance loop, and :func:`_reuse_facts` the facts of ``complete-reuse``.
+that wait, :func:`_waiting_facts` adds where each key's recorded order ends in the
+store, the expected order, the waiting inputs, the keys' ranks and the advance loop, and
+:func:`_reuse_facts` the facts of ``complete-reuse``.
 The contracts that do not wait have no facts for ``complete-reuse`` (``seqnum`` breaks
 it).
 
