@@ -149,7 +149,10 @@ def contract_from_json(data: Any, where: str = "contract") -> Contract:
     based_on = data.pop("based_on", "seqnum")
     if not isinstance(based_on, str):
         raise UnknownContractError(f"{where}.based_on: expected a contract name")
-    base = contract(based_on)
+    try:
+        base = contract(based_on)
+    except UnknownContractError as exc:
+        raise UnknownContractError(f"{where}.based_on: {exc}") from None
     known = {f.name: f for f in fields(Contract)}
     changes: dict[str, Any] = {}
     for name, value in data.items():

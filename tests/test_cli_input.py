@@ -118,6 +118,11 @@ def test_a_deadline_without_a_deepening_is_refused_before_any_output(
         ({"description": [1]}, "c.json.description: expected a text"),
         ({"based_on": 3}, "c.json.based_on: expected a contract name"),
         (
+            {"based_on": "ordred"},
+            "c.json.based_on: unknown contract 'ordred' (known: seqnum, ordered, stable-id, "
+            "read-set, no-divergence-check)",
+        ),
+        (
             {"base": "ordered"},
             "c.json.base: unknown field (known: name, based_on, description, and the rules "
             "match, on_miss, wait, record_order, give_up_after, split_order, "
