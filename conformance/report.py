@@ -49,11 +49,11 @@ class SuiteRun:
         """Why the run stopped early and how many scenarios that left out, if it did."""
         if self.stopped is None:
             return None
-        left = None if self.planned is None else self.planned - len(self.results)
-        if not left or left < 0:
+        if self.planned is None:
+            return f"{self.stopped}; the rest did not run"
+        left = self.planned - len(self.results)
+        if left <= 0:
             return self.stopped
-        if self.stopped.endswith("did not run"):  # suite.py's "...; the rest did not run"
-            return f"{self.stopped}: {left} of the {self.planned} scenarios"
         return f"{self.stopped}; {left} of the {self.planned} scenarios did not run"
 
     @property

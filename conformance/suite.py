@@ -201,9 +201,7 @@ def run_all(
     shrunk = errors = 0
     for case in todo:
         if limits.deadline is not None and time.monotonic() >= limits.deadline:
-            limits.stopped = (
-                f"the deadline passed after {len(results)} scenarios; the rest did not run"
-            )
+            limits.stopped = f"the deadline passed after {len(results)} scenarios"
             break
         cause = health(impl) if errors else None
         if cause is not None:  # the outage goes on: no need to wait for it again
@@ -218,10 +216,7 @@ def run_all(
         if progress is not None:
             progress(result)
         if errors >= limits.max_errors:
-            limits.stopped = (
-                f"stopped after {errors} errors in a row (the last: {result.reason}); "
-                "the rest did not run"
-            )
+            limits.stopped = f"stopped after {errors} errors in a row (the last: {result.reason})"
             break
     return results
 

@@ -218,7 +218,7 @@ def test_errors_in_a_row_stop_only_a_run_with_scenarios_left(
         return
     (summary, line) = stopped
     assert summary.startswith("stopped after 3 errors in a row (the last: open: the target")
-    assert summary.endswith("; the rest did not run: 1 of the 4 scenarios")
+    assert summary.endswith("; 1 of the 4 scenarios did not run")
     assert line.startswith("replay-contract conform: stopped after 3 errors in a row")
     assert system_err is not None and system_err.text == summary
 
