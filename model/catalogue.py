@@ -24,8 +24,14 @@ def builtin(name: str) -> Scenario:
 
 
 def resolve(ref: str) -> Scenario:
-    """A scenario file's path, or the name of a built-in scenario."""
+    """A scenario file's path, or the name of a built-in scenario (a name that is both
+    is refused: ``./NAME`` is the file)."""
     if ref in names():
+        if Path(ref).exists():
+            raise ScenarioError(
+                f"{ref}: both a file here and a built-in scenario; "
+                f"write ./{ref} for the file or rename it"
+            )
         return builtin(ref)
     if ref.endswith(".json") or Path(ref).exists():
         return load(ref)

@@ -133,6 +133,17 @@ def test_cli_refuses_unknown_contract_and_scenario(capsys: pytest.CaptureFixture
     assert "neither a scenario file nor a built-in scenario" in capsys.readouterr().err
 
 
+def test_a_name_both_a_file_here_and_a_built_in_scenario_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reversed-interleaving").write_text(json.dumps(base()))
+    assert main(["simulate", "reversed-interleaving"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "both a file here and a built-in scenario" in err
+    assert main(["simulate", "./reversed-interleaving", "--contract", "ordered"]) == 0
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [
