@@ -23,13 +23,18 @@ compares ticks with each other, so that renames no run. Each class is checked on
 own (:func:`check_step_class`): :func:`prove` checks them in class order, ``verify`` on
 several cores as jobs of their own, put together in class order (:func:`settle`).
 
-The invariant (:func:`invariant`) fits two families of contracts (:data:`FAMILIES`;
-:func:`unsupported` says which rules a contract lacks); every other contract gets the
-*generic* invariant (:func:`generic`), which has only the delivery facts (and, for a
-lookup by reads, the outcome facts; for a contract that waits, the facts of its keys'
-ranks, waiting inputs and advance loop that do not read the store) and covers
-:data:`GENERIC`; a contract of a family gets it too when only what it covers is asked
-(:func:`by_generic`). The families' main ghost is the *recorded order*
+The invariant (:func:`invariant`) is written for two families of contracts
+(:data:`FAMILIES`: those that wait and those that do not), and is kept whole by every
+contract of its family. Every contract also has the *generic* invariant
+(:func:`generic`), which has only the delivery facts (and, for a lookup by reads, the
+outcome facts; for a contract that waits, the facts of its keys' ranks, waiting inputs
+and advance loop that do not read the store), covers :data:`GENERIC` whatever the rules,
+and is the one used when only what it covers is asked (:func:`by_generic`). For a
+contract outside the families (:func:`unsupported` says which rules it changes) both
+together are a candidate: :func:`prove` leaves out the families of facts (:func:`family`)
+that a step breaks, round after round, until what is left is kept (:func:`weakened`,
+Houdini's method), first at a small bound (:func:`first_bound`), and proves the
+properties whose flags stay unset under it. The families' main ghost is the *recorded order*
 ``G[view][key][position]`` = (record, version), for the live state and the checkpoint's,
 written by every kept accept in both views, copied by a checkpoint and by a restore:
 every valid completion at or after its key's position is G's entry there, and its prefix
@@ -114,8 +119,8 @@ FAMILIES: dict[bool, dict[str, object]] = {
 
 
 def unsupported(contract: Contract) -> str:
-    """Why neither family's invariant fits ``contract`` (empty when one does); the
-    contract then gets the generic one (:func:`generic`)."""
+    """Which rules put ``contract`` outside its family (empty when it is in it): what of
+    the family's invariant it keeps is then searched for (:func:`prove`)."""
     needs = FAMILIES[contract.wait]
     off = [
         f"{name}={getattr(contract, name)!r}"
@@ -130,22 +135,21 @@ def unsupported(contract: Contract) -> str:
         else "look up by position and invalidate one key durably on a miss, without waiting"
     )
     return (
-        f"the induction engine has a full invariant only for contracts that {kind} "
+        f"the induction engine's invariant is kept whole only by contracts that {kind} "
         f"({contract.name} has {', '.join(off)})"
     )
 
 
 def not_covered(contract: Contract, agent: str) -> str:
     """Why :func:`inductive` attempts nothing for ``contract`` and ``agent``, in one line."""
-    if generic(contract):
-        covered = ", ".join(inductive(contract, agent, PROPERTIES))
-        return f"{unsupported(contract)}; its generic invariant covers only {covered}"
-    return unsupported(contract) or "no property it has an invariant for"
+    covered = ", ".join(inductive(contract, agent, PROPERTIES))
+    return f"it has an invariant only for {covered}"
 
 
 def generic(contract: Contract) -> bool:
-    """``contract`` fits neither family: it gets the *generic* invariant, which knows
-    nothing of the store or the recorded order and covers :data:`GENERIC`."""
+    """``contract`` fits neither family: the *generic* invariant, which knows nothing of
+    the store or the recorded order, covers :data:`GENERIC` for it, and its family's
+    invariant is a candidate whose facts :func:`prove` sorts out."""
     return bool(unsupported(contract))
 
 
@@ -158,20 +162,17 @@ def _generic_covers(contract: Contract) -> tuple[str, ...]:
 
 def by_generic(contract: Contract, properties: Sequence[str]) -> bool:
     """Whether the generic invariant is the one that proves ``properties`` under
-    ``contract``: the contract fits neither family, or the generic invariant covers every
-    property asked. It is much the smaller (at the default bound ``ordered``'s
-    ``key-isolation`` and ``no-lost-input`` take seconds by it, twenty minutes by the
-    full one), so deepen asks for what it covers apart (:func:`.deepen.tracks`)."""
-    return generic(contract) or all(p in _generic_covers(contract) for p in properties)
+    ``contract``: it covers every property asked. It is much the smaller (at the default
+    bound ``ordered``'s ``key-isolation`` and ``no-lost-input`` take seconds by it,
+    twenty minutes by the full one), so deepen asks for what it covers apart
+    (:func:`.deepen.tracks`)."""
+    return all(p in _generic_covers(contract) for p in properties)
 
 
 def inductive(contract: Contract, agent: str, properties: Sequence[str]) -> list[str]:
     """The properties of ``properties`` the engine attempts for ``contract`` and ``agent``."""
-    covered: tuple[str, ...]
-    if generic(contract):
-        covered = _generic_covers(contract)
-    else:
-        covered = (*INDUCTIVE, "complete-reuse") if contract.wait else INDUCTIVE
+    family = (*INDUCTIVE, "complete-reuse") if contract.wait else INDUCTIVE
+    covered = (*_generic_covers(contract), *family)
     one_field = len(Plan.of(AGENTS[agent]).fields) <= 1
     return [p for p in properties if p in covered and (p != "equivalent-outcome" or one_field)]
 
@@ -328,11 +329,64 @@ def _views(m: enc.Machine, epoch: int) -> tuple[tuple[str, Cells, Sym], ...]:
     return (live, ("saved", m.saved, True))
 
 
+def family(name: str) -> str:
+    """The family of a fact of the invariant: its name without the view, key, position,
+    slot or record it is about (``recorded once op 1 2`` -> ``recorded once``). A search
+    for the invariant of a contract outside the families (:func:`prove`) leaves out
+    whole families, so that what it finds at a small bound carries to a larger one."""
+    name = re.sub(r" (op|saved)( |$)", r"\2", name)
+    return " ".join(part for part in name.split() if not re.fullmatch(r"-?\d+", part))
+
+
 def invariant(
-    m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[str], now: int
+    m: enc.Machine,
+    ghosts: Ghosts,
+    epoch: int,
+    properties: Sequence[str],
+    now: int,
+    without: frozenset[str] = frozenset(),
 ) -> list[Fact]:
     """The facts of the invariant about ``m``'s state in ``epoch`` (named, one query
-    each); every tick so far is below ``now``."""
+    each); every tick so far is below ``now``. Those of the families ``without`` are
+    left out. For a contract outside the families (:func:`generic`), the candidate is
+    the family's invariant and the generic one together, and :func:`prove` finds which
+    families of facts are not kept."""
+    facts = _facts(m, ghosts, epoch, properties, now)
+    if generic(m.contract) and not by_generic(m.contract, properties):
+        names = {name for name, _ in facts}
+        add = _adder(facts, names)
+        _generic_facts(m, epoch, properties, now, add)
+    return [(name, fact) for name, fact in facts if family(name) not in without]
+
+
+def _adder(facts: list[Fact], names: set[str]) -> Callable[[str, Sym], None]:
+    """An ``add`` for :func:`_facts`' helpers that skips a fact already named."""
+
+    def add(name: str, fact: Sym) -> None:
+        if name not in names:
+            names.add(name)
+            facts.append((name, fact))
+
+    return add
+
+
+def _generic_facts(
+    m: enc.Machine, epoch: int, properties: Sequence[str], now: int, add: Callable[[str, Sym], None]
+) -> None:
+    """The generic invariant's facts (:func:`generic`)."""
+    _delivery_facts(m, _views(m, epoch), add)
+    if m.contract.wait:
+        _generic_waiting_facts(m, epoch, now, add)
+    if m.contract.match == "reads" and "equivalent-outcome" in properties:
+        # a reuse gives what the action, run now on the same reads, would give
+        written = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
+        _outcome_facts(m, written, _views(m, epoch), add)
+
+
+def _facts(
+    m: enc.Machine, ghosts: Ghosts, epoch: int, properties: Sequence[str], now: int
+) -> list[Fact]:
+    """:func:`invariant`'s facts, every family."""
     op, saved, world = m.op, m.saved, m.world
     up = world["up"]
     n, keys = m.n, m.k
@@ -343,13 +397,7 @@ def invariant(
 
     views = _views(m, epoch)
     if by_generic(m.contract, properties):
-        _delivery_facts(m, views, add)
-        if m.contract.wait:
-            _generic_waiting_facts(m, epoch, now, add)
-        if m.contract.match == "reads" and "equivalent-outcome" in properties:
-            # a reuse gives what the action, run now on the same reads, would give
-            written = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
-            _outcome_facts(m, written, views, add)
+        _generic_facts(m, epoch, properties, now, add)
         return facts
     slots = [s for s in m.slots if s.kind == "completion" and s.epoch <= epoch]
     g, pg = ghosts.order, ghosts.prefix
@@ -1386,10 +1434,16 @@ def symbolic_start(
 
 
 def build_step(
-    contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str]
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    t: int,
+    properties: Sequence[str],
+    without: frozenset[str] = frozenset(),
 ) -> Step:
-    """The check of micro-step ``t`` for ``properties`` (see the module's docstring)."""
-    step = _build(contract, agent, bound, t, properties, True)
+    """The check of micro-step ``t`` for ``properties`` (see the module's docstring),
+    the invariant without the families ``without``."""
+    step = _build(contract, agent, bound, t, properties, True, without)
     assert isinstance(step, Step)
     return step
 
@@ -1405,7 +1459,13 @@ def step_digest(
 
 
 def _build(
-    contract: Contract, agent: str, bound: Bound, t: int, properties: Sequence[str], facts: bool
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    t: int,
+    properties: Sequence[str],
+    facts: bool,
+    without: frozenset[str] = frozenset(),
 ) -> Step | Digest:
     """:func:`build_step`, or with ``facts`` false only its digest."""
     solver = z3.Solver()
@@ -1456,7 +1516,7 @@ def _build(
     # the facts assumed are a function of the start's state and its epoch: this picture
     start = digest(m, ghosts, premises, pre, before)
     if before is not None and facts:
-        assumed = invariant(m, ghosts, before, properties, BASE)
+        assumed = invariant(m, ghosts, before, properties, BASE, without)
         pre += [fact for _, fact in assumed]
     _track(m, ghosts)
     present = {s.index: s.present for s in m.slots}
@@ -1515,7 +1575,7 @@ def _build(
     kept = {name: lg.lift_bool(f) for name, f in assumed}
     goals += [
         (name, lg.lift_bool(lg.not_(f)))
-        for name, f in invariant(m, ghosts, epoch, properties, m.time + 1)
+        for name, f in invariant(m, ghosts, epoch, properties, m.time + 1, without)
         if lg._const(f) is not True and not (name in kept and kept[name].eq(lg.lift_bool(f)))
     ]
     return Step(t, solver, goals, premises, pictures)
@@ -1716,6 +1776,12 @@ class Outcome:
     failed: dict[str, str]
     seconds: float
     queries: int = 0
+    #: when the invariant was not kept: the families of the facts it broke, and the
+    #: flags the classes before that set (property: why)
+    dropped: tuple[str, ...] = ()
+    flags: dict[str, str] = field(factory=dict)
+    #: the families of facts the invariant was without
+    without: frozenset[str] = frozenset()
 
 
 @define
@@ -1730,6 +1796,9 @@ class ClassOutcome:
     skipped: tuple[str, ...]
     queries: int
     seconds: float
+    #: when the invariant is not kept: the families of the facts the counterexample to
+    #: induction breaks (:func:`family`), which :func:`prove` leaves out next
+    dropped: tuple[str, ...] = ()
 
 
 def check_step_class(
@@ -1741,12 +1810,15 @@ def check_step_class(
     timeout: float | None = None,
     say: Callable[[str], None] | None = None,
     skip: Sequence[str] = (),
+    without: frozenset[str] = frozenset(),
 ) -> ClassOutcome:
-    """The check of the step class micro-step ``t`` stands for: the step is built and
-    compared with the rest of its class (:func:`check_class`), then each group of goals
-    (:func:`_groups`) is one query, the flags of ``skip`` (already known not kept) left
-    out; the first fact found broken ends it. Each class is checked on its own: a step
-    assumes the invariant, not what an earlier step found. The outcome of a check whose
+    """The check of the step class micro-step ``t`` stands for, the invariant without
+    the families ``without``: the step is built and compared with the rest of its class
+    (:func:`check_class`), then each group of goals (:func:`_groups`) is one query, the
+    flags of ``skip`` (already known not kept) left out. Past the first fact found
+    broken only the other facts are asked (so that the families of all those broken are
+    left out at once), unless it was a basic fact. Each class is checked on its own: a
+    step assumes the invariant, not what an earlier step found. The outcome of a check whose
     queries were all answered is kept in the proof cache (:mod:`.proofcache`) and read
     back, instead of checking again, by the same check; a check that ends before that
     keeps the queries it answered ``unsat`` (at least every :data:`PARTIAL_EVERY`
@@ -1755,7 +1827,7 @@ def check_step_class(
     classes = step_classes(contract, bound)
     if t not in classes:
         raise ValueError(f"micro-step {t} stands for no step class at {bound} (those: {classes})")
-    cached = proofcache.key(contract, agent, bound, t, properties, skip)
+    cached = proofcache.key(contract, agent, bound, t, properties, skip, without)
     known = proofcache.read(cached, _CACHED)
     if known is not None:
         outcome = ClassOutcome(
@@ -1765,6 +1837,7 @@ def check_step_class(
             tuple(skip),
             known["queries"],
             time.monotonic() - started,
+            tuple(known["dropped"]),
         )
         if say is not None:
             say(
@@ -1772,12 +1845,13 @@ def check_step_class(
                 f"from the proof cache (checked in {known['seconds']:.1f} s)"
             )
         return outcome
-    step = build_step(contract, agent, bound, t, properties)
+    step = build_step(contract, agent, bound, t, properties, without)
     check_class(contract, agent, bound, step, properties)
     if timeout is not None:
         step.solver.set("timeout", max(1, int(timeout * 1000)))
     failed: dict[str, str] = {}
     broken = ""
+    dropped: list[str] = []
     settled = True  # no query unknown
     groups = [(label, goals) for label, goals in _groups(step.goals) if _flag(label) not in skip]
     begun = proofcache.read(proofcache.partial(cached), _PARTIAL)
@@ -1808,6 +1882,8 @@ def check_step_class(
         if label in read_back:
             continue
         prop = _flag(label)
+        if broken and (prop or not dropped):
+            continue  # past a break, only what else to leave out (:func:`weakened`)
         if say is not None and time.monotonic() - said >= PROGRESS_EVERY:
             said = time.monotonic()
             say(
@@ -1823,9 +1899,12 @@ def check_step_class(
         reason = step.solver.reason_unknown() if result == z3.unknown else ""
         settled = settled and result != z3.unknown
         name = label
-        if result == z3.sat:  # the fact the counterexample to induction breaks
+        if result == z3.sat:  # the facts the counterexample to induction breaks
             model = step.solver.model()
-            name = next(n for n, g in goals if z3.is_true(model.eval(g, model_completion=True)))
+            true = [n for n, g in goals if z3.is_true(model.eval(g, model_completion=True))]
+            name = true[0]
+            if not prop and not name.startswith("basic "):
+                dropped = sorted({*dropped, *(family(n) for n in true)})
         step.solver.pop()
         asked += 1
         if result == z3.unsat:
@@ -1839,19 +1918,24 @@ def check_step_class(
         )
         if prop:
             failed[prop] = f"not inductive at {why}"
-        else:
+        elif not broken:
             broken = f"the invariant is not inductive at {why}"
-            break
     seconds = time.monotonic() - started
     if settled:
-        record = {"failed": failed, "broken": broken, "queries": asked, "facts": len(step.goals)}
+        record = {
+            "failed": failed,
+            "broken": broken,
+            "queries": asked,
+            "facts": len(step.goals),
+            "dropped": dropped,
+        }
         proofcache.write(cached, {**record, "seconds": round(earlier + seconds, 3)})
         proofcache.remove(proofcache.partial(cached))
     else:
         keep()
     if say is not None:
         say(f"{_class_line(contract, agent, bound, t, len(step.goals), asked)} {seconds:.1f} s")
-    return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds)
+    return ClassOutcome(t, failed, broken, tuple(skip), asked, seconds, tuple(dropped))
 
 
 def _flag(label: str) -> str:
@@ -1878,6 +1962,7 @@ _CACHED: dict[str, type | tuple[type, ...]] = {
     "queries": int,
     "facts": int,
     "seconds": (int, float),
+    "dropped": list,
 }
 
 
@@ -1901,9 +1986,12 @@ def combine(properties: Sequence[str], outcomes: Sequence[ClassOutcome]) -> Outc
     do not count. The seconds are those of the classes that count."""
     failed: dict[str, str] = {}
     counted: list[ClassOutcome] = []
+    flags: dict[str, str] = {}
+    dropped: tuple[str, ...] = ()
     for outcome in outcomes:
         counted.append(outcome)
         if outcome.broken:
+            flags, dropped = failed, outcome.dropped
             failed = dict.fromkeys(properties, outcome.broken)
             break
         for prop, why in outcome.failed.items():
@@ -1913,7 +2001,66 @@ def combine(properties: Sequence[str], outcomes: Sequence[ClassOutcome]) -> Outc
         failed,
         sum(o.seconds for o in counted),
         sum(o.queries for o in counted),
+        dropped,
+        flags,
     )
+
+
+def weakened(
+    properties: Sequence[str], outcome: Outcome
+) -> tuple[list[str], frozenset[str]] | None:
+    """What to try next after an induction whose invariant was not kept: the properties
+    whose flags no class before the break set, and the invariant without the families
+    of the facts the break found (and those it was without already). ``None`` when it
+    was kept, or nothing is left to leave out. A flag set stays set with fewer facts,
+    so this is Houdini's search for the largest part of the invariant that is kept;
+    the invariant of a contract outside the families is found this way."""
+    new = set(outcome.dropped) - outcome.without
+    if not new:
+        return None
+    rest = [p for p in properties if p not in outcome.flags]
+    return (rest, outcome.without | new) if rest else None
+
+
+def merged(first: Outcome, again: Outcome, where: str = "") -> Outcome:
+    """The outcome of an induction tried ``again`` after ``first`` (:func:`weakened`):
+    the flags ``first`` set fail with its reasons (``where`` put before them: the bound
+    they were found at, when it is another)."""
+    failed = {p: f"{where}{why}" for p, why in first.failed.items() if p not in again.proved}
+    return evolve(
+        again,
+        failed={**failed, **again.failed},
+        seconds=first.seconds + again.seconds,
+        queries=first.queries + again.queries,
+    )
+
+
+def leaving_out(contract: Contract, agent: str, bound: Bound, outcome: Outcome) -> str:
+    """The line said when an induction is tried again without more facts."""
+    new = sorted(set(outcome.dropped) - outcome.without)
+    why = next(iter(outcome.failed.values()), "")
+    return (
+        f"{contract.name} / induction / {agent}: at {bound} {why}; again without the facts "
+        f"of {len(new)} {'family' if len(new) == 1 else 'families'} ({', '.join(new)})"
+    )
+
+
+def first_bound(contract: Contract, bound: Bound, properties: Sequence[str]) -> Bound | None:
+    """Where the invariant of a contract outside the families is searched first: the
+    bound with at most two inputs and one crash (and no more channels and keys than
+    two), whose checks take seconds, so that the bound asked starts from what is kept
+    there. ``None`` for a contract of a family, when the generic invariant is the one
+    for ``properties`` (nothing is searched for), or when that is the bound asked."""
+    if not generic(contract) or by_generic(contract, properties):
+        return None
+    small = evolve(
+        bound,
+        inputs=min(bound.inputs, 2),
+        crashes=min(bound.crashes, 1),
+        channels=min(bound.channels, 2),
+        keys=min(bound.keys, 2),
+    )
+    return None if small == bound else small
 
 
 #: A check of a step class: its micro-step and the flags to leave out.
@@ -1957,19 +2104,67 @@ def prove(
 ) -> Outcome:
     """Check every step class for ``properties`` (those :func:`inductive` gives), in
     class order, each without the flags an earlier class found not kept, until one
-    breaks the invariant."""
+    breaks the invariant; then again without the families of facts it broke
+    (:func:`weakened`), until the invariant is kept. For a contract outside the
+    families, first at :func:`first_bound`."""
+    small = first_bound(contract, bound, properties)
+    if small is None:
+        return _rounds(contract, agent, bound, properties, frozenset(), timeout, say)
+    first = _rounds(contract, agent, small, properties, frozenset(), timeout, say)
+    if not first.proved:
+        return evolve(first, failed={p: f"at {small}: {why}" for p, why in first.failed.items()})
+    again = _rounds(contract, agent, bound, first.proved, first.without, timeout, say)
+    return merged(first, again, f"at {small}: ")
+
+
+def _rounds(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    properties: Sequence[str],
+    without: frozenset[str],
+    timeout: float | None,
+    say: Callable[[str], None] | None,
+) -> Outcome:
+    """:func:`prove` at one bound, from the invariant without ``without``."""
     started = time.monotonic()
+    earlier: Outcome | None = None  # the rounds before: the flags they set
+    outcome = _round(contract, agent, bound, properties, without, timeout, say)
+    while (again := weakened(properties, outcome)) is not None:
+        if say is not None:
+            say(leaving_out(contract, agent, bound, outcome))
+        flags = evolve(outcome, failed=outcome.flags)
+        earlier = flags if earlier is None else merged(earlier, flags)
+        properties, without = again
+        outcome = _round(contract, agent, bound, properties, without, timeout, say)
+    if earlier is not None:
+        outcome = merged(earlier, outcome)
+    return evolve(outcome, seconds=time.monotonic() - started)
+
+
+def _round(
+    contract: Contract,
+    agent: str,
+    bound: Bound,
+    properties: Sequence[str],
+    without: frozenset[str],
+    timeout: float | None,
+    say: Callable[[str], None] | None,
+) -> Outcome:
+    """One induction: every step class in class order, until one breaks the invariant."""
     attempted = list(properties)
     outcomes: list[ClassOutcome] = []
     failed: dict[str, str] = {}
     for t in step_classes(contract, bound):
         skip = tuple(failed)
-        outcome = check_step_class(contract, agent, bound, t, attempted, timeout, say, skip)
+        outcome = check_step_class(
+            contract, agent, bound, t, attempted, timeout, say, skip, without
+        )
         outcomes.append(outcome)
         failed.update(outcome.failed)
         if outcome.broken:
             break
-    return evolve(combine(attempted, outcomes), seconds=time.monotonic() - started)
+    return evolve(combine(attempted, outcomes), without=without)
 
 
 __all__ = [
@@ -1987,10 +2182,14 @@ __all__ = [
     "class_of",
     "combine",
     "counted",
+    "family",
+    "first_bound",
     "generic",
     "inductive",
     "invariant",
+    "leaving_out",
     "members",
+    "merged",
     "not_covered",
     "prove",
     "settle",
@@ -2000,4 +2199,5 @@ __all__ = [
     "symbolic_machine",
     "symbolic_start",
     "unsupported",
+    "weakened",
 ]

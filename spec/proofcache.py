@@ -37,7 +37,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,18 +127,20 @@ def key(
     t: int,
     properties: Sequence[str],
     skip: Sequence[str],
+    without: Iterable[str] = (),
 ) -> str:
-    """The name of a step class's check: what its formulas are a function of."""
-    return _name(
-        contract,
-        {
-            "agent": agent,
-            "bound": str(bound),
-            "t": t,
-            "properties": list(properties),
-            "skip": sorted(skip),
-        },
-    )
+    """The name of a step class's check: what its formulas are a function of (the
+    families of facts left out of the invariant named only when there are some)."""
+    what: dict[str, Any] = {
+        "agent": agent,
+        "bound": str(bound),
+        "t": t,
+        "properties": list(properties),
+        "skip": sorted(skip),
+    }
+    if without:
+        what["without"] = sorted(without)
+    return _name(contract, what)
 
 
 def ladder_key(

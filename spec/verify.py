@@ -47,7 +47,7 @@ from . import logic as lg
 from .agentterms import Plan
 from .bound import ENGINES, Bound
 from .induction import Check, ClassOutcome, Outcome
-from .properties import BOUNDED_WAITING, COMPLETE_REUSE, PROPERTIES, check, check_all
+from .properties import BOUNDED_WAITING, PROPERTIES, check, check_all
 from .workers import Key, Workers, die_with_parent
 
 BEHAVIOURS = ("crash", "restore", "reuse", "wait", "invalidation")
@@ -740,10 +740,6 @@ def _induction(
     if not attempted:
         return {}, {}
     outcome = induction.prove(contract, agent, bound, attempted, timeout, _say)
-    rest = _retry(contract, agent, attempted, outcome)
-    if rest:
-        again = induction.prove(contract, agent, bound, rest, timeout, _say)
-        outcome = _retried(outcome, again)
     return _by_induction(contract, agent, bound, attempted, outcome)
 
 
@@ -760,29 +756,6 @@ def _attempted(
     else:
         _say(f"{contract.name} / induction / {agent}: {', '.join(attempted)} at {bound}")
     return attempted
-
-
-def _retry(contract: Contract, agent: str, attempted: list[str], outcome: Outcome) -> list[str]:
-    """The properties to try again without complete-reuse's facts (none: no retry).
-
-    complete-reuse's facts are the invariant's most delicate: when the invariant with
-    them is not kept, the others may still be, without them."""
-    extra = COMPLETE_REUSE
-    if extra not in attempted or len(attempted) == 1 or outcome.proved:
-        return []
-    why = outcome.failed[extra]
-    _say(f"{contract.name} / induction / {agent}: {why}; again without {extra}'s facts")
-    return [p for p in attempted if p != extra]
-
-
-def _retried(first: Outcome, again: Outcome) -> Outcome:
-    """The outcome of an induction tried again without complete-reuse's facts."""
-    return Outcome(
-        again.proved,
-        {**again.failed, COMPLETE_REUSE: first.failed[COMPLETE_REUSE]},
-        first.seconds + again.seconds,
-        first.queries + again.queries,
-    )
 
 
 def _by_induction(
@@ -808,23 +781,30 @@ def _by_induction(
 
 @define
 class _Attempt:
-    """One induction of one agent, its step classes checked as jobs of their own."""
+    """One induction of one agent at one bound, from the invariant without the families
+    ``without``, its step classes checked as jobs of their own."""
 
     agent: int
     properties: list[str]
+    bound: Bound
+    without: frozenset[str]
     classes: list[int]
     done: dict[int, ClassOutcome] = field(factory=dict)
 
     def key(self, wanted: Check) -> Key:
-        return ("class", self.agent, tuple(self.properties), *wanted)
+        return (*self._name(), *wanted)
+
+    def _name(self) -> Key:
+        return ("class", self.agent, str(self.bound), tuple(self.properties), *sorted(self.without))
 
     def owns(self, key: Key) -> bool:
-        return key[:3] == ("class", self.agent, tuple(self.properties))
+        name = self._name()
+        return key[: len(name)] == name and len(key) == len(name) + 2
 
     def after(self, t: int) -> Callable[[Key], bool]:
         """Whether a key is of a check of this attempt's classes after ``t``."""
         later = self.classes[self.classes.index(t) + 1 :]
-        return lambda key: self.owns(key) and key[3] in later
+        return lambda key: self.owns(key) and key[-2] in later
 
 
 def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list[AgentOutcome]:
@@ -838,29 +818,32 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
     they wait for is done, and are the last work of their agent. An agent's
     outcome is the one of :func:`_verify_agent`: its classes are put together in class
     order (:func:`.induction.settle`), the classes after one that breaks the invariant are
-    dropped, the retry without complete-reuse's facts and the unrolling are jobs once
-    their turn comes. When one agent has a counterexample for every property, the
-    others are stopped, as in :func:`_in_parallel`."""
+    dropped, the next round without the facts that broke (:func:`.induction.weakened`),
+    the bound asked after the first bound of a contract outside the families
+    (:func:`.induction.first_bound`) and the unrolling are jobs once their turn comes.
+    When one agent has a counterexample for every property, the others are stopped, as
+    in :func:`_in_parallel`."""
     pool = Workers(workers)
     attempts: dict[int, _Attempt] = {}
     attempted: dict[int, list[str]] = {}
-    first: dict[int, Outcome] = {}  # the outcome with complete-reuse's facts, retried
+    earlier: dict[int, Outcome] = {}  # the rounds before the attempt under way
     outcomes: dict[int, AgentOutcome] = {}
 
     def submit(attempt: _Attempt, checks: list[Check]) -> None:
-        contract, agent, bound, _, timeout, _, _ = jobs[attempt.agent]
+        contract, agent, _, _, timeout, _, _ = jobs[attempt.agent]
         calls = len(Plan.of(bounded.AGENTS[agent]).entries)  # store slots per input
         for wanted in checks:
             key = attempt.key(wanted)
             if key not in pool:
                 t, skip = wanted
-                args = (contract, agent, bound, t, attempt.properties, timeout, _say, skip)
+                bound, props, without = attempt.bound, attempt.properties, attempt.without
+                args = (contract, agent, bound, t, props, timeout, _say, skip, without)
                 cost = (attempt.classes.index(t), calls)
                 pool.add(key, cost, induction.check_step_class, *args)
 
-    def induce(i: int, props: list[str]) -> None:
-        contract, _, bound, _, _, _, _ = jobs[i]
-        attempts[i] = _Attempt(i, props, induction.step_classes(contract, bound))
+    def induce(i: int, props: list[str], bound: Bound, without: frozenset[str]) -> None:
+        contract = jobs[i][0]
+        attempts[i] = _Attempt(i, props, bound, without, induction.step_classes(contract, bound))
         submit(attempts[i], [(t, ()) for t in attempts[i].classes])
 
     def unroll(i: int, by_induction: dict[str, Result], spent: dict[str, float]) -> None:
@@ -871,23 +854,34 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
         args = (contract, agent, bound, props, timeout, reachability, by_induction, spent)
         pool.add(("unroll", i), (math.inf,), _unroll, *args)
 
-    def induced(i: int, outcome: Outcome) -> None:
+    def induced(i: int, attempt: _Attempt, outcome: Outcome) -> None:
+        # as induction.prove: again without what broke, then from the first bound on
         contract, agent, bound, _, _, _, _ = jobs[i]
-        if i in first:
-            outcome = _retried(first[i], outcome)
-        else:
-            rest = _retry(contract, agent, attempted[i], outcome)
-            if rest:
-                first[i] = outcome
-                induce(i, rest)
+        outcome = evolve(outcome, without=attempt.without)
+        again = induction.weakened(attempt.properties, outcome)
+        if again is not None:
+            _say(induction.leaving_out(contract, agent, attempt.bound, outcome))
+            flags = evolve(outcome, failed=outcome.flags)
+            earlier[i] = induction.merged(earlier[i], flags) if i in earlier else flags
+            induce(i, again[0], attempt.bound, again[1])
+            return
+        if i in earlier:
+            outcome = induction.merged(earlier.pop(i), outcome)
+        if attempt.bound != bound:  # the first bound of a contract outside the families
+            where = f"at {attempt.bound}: "
+            earlier[i] = evolve(outcome, failed={p: where + w for p, w in outcome.failed.items()})
+            if outcome.proved:
+                induce(i, outcome.proved, bound, outcome.without)
                 return
+            outcome = earlier.pop(i)
         unroll(i, *_by_induction(contract, agent, bound, attempted[i], outcome))
 
     try:
         for i, (contract, agent, bound, props, _, _, _) in enumerate(jobs):
             attempted[i] = _attempted(contract, agent, bound, props)
             if attempted[i]:
-                induce(i, attempted[i])
+                first = induction.first_bound(contract, bound, attempted[i])
+                induce(i, attempted[i], first or bound, frozenset())
             else:
                 unroll(i, {}, {})
         while len(outcomes) < len(jobs):
@@ -898,6 +892,8 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
                     return [value]
                 continue
             attempt = attempts[key[1]]
+            if not attempt.owns(key):  # of a round dropped since
+                continue
             attempt.done[value.t] = value
             if value.broken:  # the classes after it do not count
                 pool.drop(attempt.after(value.t))
@@ -906,7 +902,7 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
                 submit(attempt, settled)
             else:
                 pool.drop(attempt.owns)
-                induced(attempt.agent, settled)
+                induced(attempt.agent, attempt, settled)
     finally:
         pool.close()
     return [outcomes[i] for i in range(len(jobs))]

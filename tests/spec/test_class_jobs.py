@@ -149,7 +149,7 @@ def test_a_broken_later_class_gives_the_sequential_reason_and_the_retry(
     restore = induction.step_classes(ORDERED, bound)[2]
     why = f"micro-step {restore}, which may break the fact 'bad'"
     for lines in said.values():
-        again = [line for line in lines if "again without complete-reuse's facts" in line]
+        again = [line for line in lines if "again without the facts of 1 family (bad)" in line]
         assert len(again) == 1 and why in again[0]
     assert _verdicts(said[2]) == _verdicts(said[1])
 

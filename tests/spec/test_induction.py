@@ -45,14 +45,19 @@ def test_seqnum_is_inductive_with_two_crashes(agent: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["stable-id", "no-divergence-check"])
-def test_the_invariant_does_not_prove_contracts_that_break_it(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_invariant_found_for_a_contract_proves_nothing_it_breaks(name: str) -> None:
     # both really break no-stale-reuse or divergence-safeguard (the explorer's
-    # counterexamples); forced past the engine's rule check, the invariant must fail
-    monkeypatch.setattr(induction, "generic", lambda contract: False)
-    outcome = induction.prove(CONTRACTS[name], "stateful", SMALL, induction.INDUCTIVE)
-    assert outcome.proved == []
+    # counterexamples); outside the families, the search for what of the family's
+    # invariant they keep must leave those properties unproved, and prove the others
+    contract = CONTRACTS[name]
+    assert induction.generic(contract)
+    outcome = induction.prove(contract, "stateful", SMALL, induction.INDUCTIVE)
+    explored = bounded_explore.explore(SMALL, contract)
+    broken = {p for p in induction.INDUCTIVE if explored.verdict(p) == "counterexample"}
+    assert broken & {"no-stale-reuse", "divergence-safeguard"}
+    assert set(outcome.failed) == broken
+    assert set(outcome.proved) == set(induction.INDUCTIVE) - broken
+    assert outcome.without  # families of the invariant it does not keep
     assert all("not inductive at micro-step" in why for why in outcome.failed.values())
 
 
@@ -92,24 +97,34 @@ def test_a_wrong_class_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
         induction.check_class(SEQNUM, "stateful", SMALL, step, props)
 
 
-def test_a_contract_outside_the_families_gets_the_generic_invariant() -> None:
+def test_a_contract_outside_the_families_has_its_invariant_searched_for() -> None:
     assert "match='identity'" in induction.unsupported(CONTRACTS["stable-id"])
     every_key = MUTANTS["ordered-invalidate-every-key"]
     assert "invalidation_scope='all'" in induction.unsupported(every_key)
     assert induction.unsupported(SEQNUM) == induction.unsupported(ORDERED) == ""
     assert induction.generic(every_key) and every_key.wait
-    assert induction.inductive(every_key, "stateful", induction.INDUCTIVE) == [
-        "key-isolation",
-        "no-lost-input",
-    ]
-    # what the generic invariant leaves out goes to the unrolling, and verify says so
-    bound = parse("inputs=2,channels=2,keys=1,crashes=1")
+    assert induction.inductive(every_key, "stateful", PROPERTIES) == induction.inductive(
+        ORDERED, "stateful", PROPERTIES
+    )
+    # what the search does not keep goes to the unrolling, and verify says why (with
+    # one key, invalidating every key is invalidating the key: there it is kept)
+    bound = SMALL
     said: list[str] = []
     results = verify_contract(
         every_key, bound, ["complete-reuse"], engine="induction", progress=said.append, workers=1
     )
-    assert results[0].engines == dict.fromkeys(bound.agents, "unrolling")
-    assert any("induction" in line and "not tried" in line for line in said)
+    assert results[0].verdict == "counterexample"
+    assert set(results[0].engines.values()) == {"unrolling"}
+    assert any("again without the facts of" in line for line in said)
+    assert any("complete-reuse" in line and "not proved by induction" in line for line in said)
+    # searched for first at a small bound; not for a contract of a family, nor when
+    # only what the generic invariant covers is asked
+    larger = parse("inputs=3,channels=2,keys=2,crashes=1")
+    small = parse("inputs=2,channels=2,keys=2,crashes=1")
+    assert induction.first_bound(every_key, larger, PROPERTIES) == small
+    assert induction.first_bound(every_key, larger, induction.GENERIC) is None
+    assert induction.first_bound(every_key, small, PROPERTIES) is None
+    assert induction.first_bound(ORDERED, larger, PROPERTIES) is None
 
 
 #: Contracts that wait and fit neither family: one rule of ``ordered`` changed each.
@@ -123,19 +138,32 @@ WAITING_OUTSIDE = {
 }
 
 
+#: What the search for the invariant proves for each of them at ``SMALL`` (both agents).
+FOUND = {
+    "ordered-volatile-invalidation": {"key-isolation", "no-lost-input"},
+    "ordered-invalidate-every-key": {"no-lost-input"},
+    "ordered-by-identity": set(PROPERTIES) - {"bounded-waiting"},
+    "ordered-on-miss-invalidates": {
+        "no-stale-reuse",
+        "key-isolation",
+        "no-lost-input",
+        "equivalent-outcome",
+    },
+}
+
+
 @pytest.mark.parametrize("name", sorted(WAITING_OUTSIDE))
-def test_the_generic_invariant_of_a_waiting_contract_agrees_with_the_explorer(name: str) -> None:
+def test_the_invariant_found_for_a_waiting_contract_agrees_with_the_explorer(name: str) -> None:
     contract = WAITING_OUTSIDE[name]
     assert induction.generic(contract) and contract.wait
     results = verify_contract(contract, SMALL, engine="induction")
     explored = bounded_explore.explore(SMALL, contract)
-    covered = set(induction.inductive(contract, "stateful", PROPERTIES))
-    assert {"key-isolation", "no-lost-input"} <= covered
     for r in results:
         assert r.verdict == explored.verdict(r.property), (r.property, r.reason)
-        by_induction = r.property in covered and r.verdict == "proved"
-        expected = "induction" if by_induction else "unrolling"
-        assert r.engines == dict.fromkeys(SMALL.agents, expected), r.property
+    by_induction = {
+        r.property for r in results if r.engines == dict.fromkeys(SMALL.agents, "induction")
+    }
+    assert by_induction == FOUND[name]
 
 
 @pytest.mark.parametrize("agent", ["stateful", "chain"])
@@ -147,10 +175,10 @@ def test_the_generic_invariant_of_a_waiting_contract_is_kept_over_two_crashes(
 ) -> None:
     contract = WAITING_OUTSIDE[name]
     bound = parse("inputs=3,channels=2,keys=2,crashes=2")
-    covered = induction.inductive(contract, agent, PROPERTIES)
-    outcome = induction.prove(contract, agent, bound, covered)
+    assert induction.by_generic(contract, induction.GENERIC)
+    outcome = induction.prove(contract, agent, bound, induction.GENERIC)
     assert outcome.failed == {}
-    assert outcome.proved == covered
+    assert outcome.proved == list(induction.GENERIC)
 
 
 def test_no_lost_input_of_a_waiting_contract_rests_on_its_waiting_facts(
@@ -224,20 +252,24 @@ def test_invalidating_every_key_is_not_proved_by_the_generic_invariant() -> None
     assert "may set its flag" in outcome.failed["key-isolation"]
 
 
-def test_verify_says_what_the_generic_invariant_leaves_to_the_unrolling() -> None:
+def test_verify_says_what_induction_leaves_to_the_unrolling() -> None:
     said: list[str] = []
     bound = parse("inputs=2,channels=2,keys=1,crashes=1,agents=stateful")
+    stable_id = CONTRACTS["stable-id"]
     results = verify_contract(
-        CONTRACTS["stable-id"],
-        bound,
-        ["divergence-safeguard"],
-        engine="induction",
-        progress=said.append,
-        workers=1,
+        stable_id, bound, ["divergence-safeguard"], engine="induction", progress=said.append
+    )
+    assert [r.verdict for r in results] == ["counterexample"]
+    line = next(x for x in said if "divergence-safeguard" in x and "unrolling" in x)
+    assert "not proved by induction (not inductive at micro-step" in line
+    # a property no invariant is written for is not tried, and verify says so
+    said.clear()
+    results = verify_contract(
+        SEQNUM, bound, ["complete-reuse"], engine="induction", progress=said.append
     )
     assert [r.verdict for r in results] == ["counterexample"]
     line = next(x for x in said if "not tried" in x)
-    assert "generic invariant covers only key-isolation, no-lost-input" in line
+    assert "it has an invariant only for no-stale-reuse, key-isolation" in line
 
 
 def test_no_lost_input_rests_on_the_delivery_facts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -331,13 +363,15 @@ def test_ordered_reuses_completely_with_three_keys() -> None:
 
 def test_an_impatient_ordered_is_not_proved() -> None:
     # gives up on a missing recorded input at once: the unrolling finds its
-    # counterexample to complete-reuse; asked with that property's facts, which must not
-    # hold for it, the invariant proves nothing
+    # counterexample to complete-reuse; that property's facts, which must not hold for
+    # it, are left out, and the invariant without them proves the rest
     impatient = MUTANTS["ordered-impatient"]
     tried = induction.inductive(impatient, "stateful", PROPERTIES)
     assert "complete-reuse" in tried  # the property it breaks
     outcome = induction.prove(impatient, "stateful", SMALL, tried)
-    assert outcome.proved == []
+    assert list(outcome.failed) == ["complete-reuse"]
+    assert outcome.proved == [p for p in tried if p != "complete-reuse"]
+    assert outcome.without
 
 
 def test_complete_reuse_rests_on_its_own_facts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -364,7 +398,7 @@ def test_the_other_properties_are_tried_again_when_complete_reuses_facts_fail(
     for p in by:
         if p != "complete-reuse":
             assert by[p].engines == {"stateful": "induction"}, p
-    assert any("again without complete-reuse's facts" in line for line in said)
+    assert any("again without the facts of 1 family (bad)" in line for line in said)
 
 
 def test_a_forgetful_lookup_fails_the_facts_of_complete_reuse(
@@ -389,9 +423,12 @@ def test_a_forgetful_lookup_fails_the_facts_of_complete_reuse(
     tried = induction.inductive(ORDERED, "stateful", PROPERTIES)
     rest = [p for p in tried if p != "complete-reuse"]
     assert induction.prove(ORDERED, "stateful", bound, rest).proved == rest
-    outcome = induction.prove(ORDERED, "stateful", bound, tried)
-    assert outcome.proved == []
-    assert "the fact 'repeated excused" in outcome.failed["complete-reuse"]
+    said: list[str] = []
+    outcome = induction.prove(ORDERED, "stateful", bound, tried, say=said.append)
+    assert outcome.proved == rest
+    assert list(outcome.failed) == ["complete-reuse"]
+    first = next(line for line in said if "again without" in line)
+    assert "the fact 'repeated excused" in first
 
 
 def test_cli_engine_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
