@@ -33,7 +33,7 @@ and is the one used when only what it covers is asked (:func:`by_generic`). For 
 contract outside the families (:func:`unsupported` says which rules it changes) both
 together are a candidate: :func:`prove` leaves out the families of facts (:func:`family`)
 that a step breaks, round after round, until what is left is kept (:func:`weakened`,
-Houdini's method), first at a small bound (:func:`first_bound`), and proves the
+Houdini's method), first at small bounds (:func:`search_bounds`), and proves the
 properties whose flags stay unset under it. The families' main ghost is the *recorded order*
 ``G[view][key][position]`` = (record, version), for the live state and the checkpoint's,
 written by every kept accept in both views, copied by a checkpoint and by a restore:
@@ -2022,11 +2022,11 @@ def weakened(
     return (rest, outcome.without | new) if rest else None
 
 
-def merged(first: Outcome, again: Outcome, where: str = "") -> Outcome:
-    """The outcome of an induction tried ``again`` after ``first`` (:func:`weakened`):
-    the flags ``first`` set fail with its reasons (``where`` put before them: the bound
-    they were found at, when it is another)."""
-    failed = {p: f"{where}{why}" for p, why in first.failed.items() if p not in again.proved}
+def merged(first: Outcome, again: Outcome) -> Outcome:
+    """The outcome of an induction tried ``again`` after ``first`` (:func:`weakened`,
+    or at a larger bound): the properties ``first`` failed and ``again`` does not prove
+    fail with ``first``'s reasons."""
+    failed = {p: why for p, why in first.failed.items() if p not in again.proved}
     return evolve(
         again,
         failed={**failed, **again.failed},
@@ -2045,22 +2045,28 @@ def leaving_out(contract: Contract, agent: str, bound: Bound, outcome: Outcome) 
     )
 
 
-def first_bound(contract: Contract, bound: Bound, properties: Sequence[str]) -> Bound | None:
-    """Where the invariant of a contract outside the families is searched first: the
-    bound with at most two inputs and one crash (and no more channels and keys than
-    two), whose checks take seconds, so that the bound asked starts from what is kept
-    there. ``None`` for a contract of a family, when the generic invariant is the one
-    for ``properties`` (nothing is searched for), or when that is the bound asked."""
+def search_bounds(contract: Contract, bound: Bound, properties: Sequence[str]) -> list[Bound]:
+    """Where the invariant of a contract outside the families is searched, in order,
+    before ``bound``: two inputs and one crash, then two inputs and the crashes of
+    ``bound`` (at most two), no more channels and keys than two, each smaller than
+    ``bound``. Their checks take seconds, and what a second crash breaks shows at two
+    inputs already, so the bound asked starts from what is kept there. Empty for a
+    contract of a family, or when the generic invariant is the one for ``properties``
+    (nothing is searched for)."""
     if not generic(contract) or by_generic(contract, properties):
-        return None
-    small = evolve(
-        bound,
-        inputs=min(bound.inputs, 2),
-        crashes=min(bound.crashes, 1),
-        channels=min(bound.channels, 2),
-        keys=min(bound.keys, 2),
-    )
-    return None if small == bound else small
+        return []
+    out: list[Bound] = []
+    for crashes in (1, 2):
+        small = evolve(
+            bound,
+            inputs=min(bound.inputs, 2),
+            crashes=min(bound.crashes, crashes),
+            channels=min(bound.channels, 2),
+            keys=min(bound.keys, 2),
+        )
+        if small != bound and small not in out:
+            out.append(small)
+    return out
 
 
 #: A check of a step class: its micro-step and the flags to leave out.
@@ -2106,15 +2112,20 @@ def prove(
     class order, each without the flags an earlier class found not kept, until one
     breaks the invariant; then again without the families of facts it broke
     (:func:`weakened`), until the invariant is kept. For a contract outside the
-    families, first at :func:`first_bound`."""
-    small = first_bound(contract, bound, properties)
-    if small is None:
-        return _rounds(contract, agent, bound, properties, frozenset(), timeout, say)
-    first = _rounds(contract, agent, small, properties, frozenset(), timeout, say)
-    if not first.proved:
-        return evolve(first, failed={p: f"at {small}: {why}" for p, why in first.failed.items()})
-    again = _rounds(contract, agent, bound, first.proved, first.without, timeout, say)
-    return merged(first, again, f"at {small}: ")
+    families, first at :func:`search_bounds`."""
+    earlier: Outcome | None = None
+    without: frozenset[str] = frozenset()
+    for small in [*search_bounds(contract, bound, properties), bound]:
+        outcome = _rounds(contract, agent, small, properties, without, timeout, say)
+        if small != bound:
+            where = f"at {small}: "
+            outcome = evolve(outcome, failed={p: where + w for p, w in outcome.failed.items()})
+        earlier = outcome if earlier is None else merged(earlier, outcome)
+        properties, without = outcome.proved, outcome.without
+        if not properties:
+            break
+    assert earlier is not None
+    return earlier
 
 
 def _rounds(
@@ -2183,7 +2194,6 @@ __all__ = [
     "combine",
     "counted",
     "family",
-    "first_bound",
     "generic",
     "inductive",
     "invariant",
@@ -2192,6 +2202,7 @@ __all__ = [
     "merged",
     "not_covered",
     "prove",
+    "search_bounds",
     "settle",
     "step_classes",
     "step_digest",

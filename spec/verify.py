@@ -820,13 +820,15 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
     order (:func:`.induction.settle`), the classes after one that breaks the invariant are
     dropped, the next round without the facts that broke (:func:`.induction.weakened`),
     the bound asked after the first bound of a contract outside the families
-    (:func:`.induction.first_bound`) and the unrolling are jobs once their turn comes.
+    (:func:`.induction.search_bounds`) and the unrolling are jobs once their turn comes.
     When one agent has a counterexample for every property, the others are stopped, as
     in :func:`_in_parallel`."""
     pool = Workers(workers)
     attempts: dict[int, _Attempt] = {}
     attempted: dict[int, list[str]] = {}
     earlier: dict[int, Outcome] = {}  # the rounds before the attempt under way
+    bounds: dict[int, list[Bound]] = {}  # where the invariant is searched first
+    searched: dict[int, Outcome] = {}  # what the search bounds done so far gave
     outcomes: dict[int, AgentOutcome] = {}
 
     def submit(attempt: _Attempt, checks: list[Check]) -> None:
@@ -855,7 +857,7 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
         pool.add(("unroll", i), (math.inf,), _unroll, *args)
 
     def induced(i: int, attempt: _Attempt, outcome: Outcome) -> None:
-        # as induction.prove: again without what broke, then from the first bound on
+        # as induction.prove: again without what broke, and from each search bound to the next
         contract, agent, bound, _, _, _, _ = jobs[i]
         outcome = evolve(outcome, without=attempt.without)
         again = induction.weakened(attempt.properties, outcome)
@@ -867,21 +869,26 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
             return
         if i in earlier:
             outcome = induction.merged(earlier.pop(i), outcome)
-        if attempt.bound != bound:  # the first bound of a contract outside the families
+        if attempt.bound != bound:  # a search bound of a contract outside the families
             where = f"at {attempt.bound}: "
-            earlier[i] = evolve(outcome, failed={p: where + w for p, w in outcome.failed.items()})
+            outcome = evolve(outcome, failed={p: where + w for p, w in outcome.failed.items()})
+            if i in searched:
+                outcome = induction.merged(searched.pop(i), outcome)
+            later = bounds[i][bounds[i].index(attempt.bound) + 1 :]
             if outcome.proved:
-                induce(i, outcome.proved, bound, outcome.without)
+                searched[i] = outcome
+                induce(i, outcome.proved, later[0] if later else bound, outcome.without)
                 return
-            outcome = earlier.pop(i)
+        elif i in searched:
+            outcome = induction.merged(searched.pop(i), outcome)
         unroll(i, *_by_induction(contract, agent, bound, attempted[i], outcome))
 
     try:
         for i, (contract, agent, bound, props, _, _, _) in enumerate(jobs):
             attempted[i] = _attempted(contract, agent, bound, props)
             if attempted[i]:
-                first = induction.first_bound(contract, bound, attempted[i])
-                induce(i, attempted[i], first or bound, frozenset())
+                bounds[i] = induction.search_bounds(contract, bound, attempted[i])
+                induce(i, attempted[i], (*bounds[i], bound)[0], frozenset())
             else:
                 unroll(i, {}, {})
         while len(outcomes) < len(jobs):

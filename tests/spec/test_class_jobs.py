@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from attrs import evolve
 
 from replay_contract.model.contracts import ORDERED, SEQNUM
 from replay_contract.spec import induction
 from replay_contract.spec.bound import parse
 from replay_contract.spec.induction import ClassOutcome
+from replay_contract.spec.properties import PROPERTIES
 from replay_contract.spec.verify import Result, verify_contract
 from replay_contract.spec.workers import Workers
 
@@ -199,3 +201,37 @@ def test_workers_run_the_highest_priority_first_and_drop_what_runs() -> None:
     with pytest.raises(KeyError, match="no such thing"):
         pool.next()
     pool.close()
+
+
+def test_the_search_for_an_invariant_gives_the_same_on_several_processes(tmp_path: Path) -> None:
+    # a contract outside the families: searched at two inputs and one crash, then at
+    # the bound asked, round after round; the jobs of the rounds and the bounds follow
+    # one another as induction.prove's do
+    on_miss = evolve(ORDERED, name="ordered-on-miss-invalidates", on_miss="invalidate")
+    bound = parse("inputs=2,channels=1,keys=1,crashes=2,agents=stateful")
+    assert induction.search_bounds(on_miss, bound, PROPERTIES)
+    said: dict[int, list[str]] = {}
+    engines: dict[int, dict[str, dict[str, str]]] = {}
+    for workers in (1, 2):
+        log = tmp_path / f"progress{workers}"
+
+        def progress(message: str, log: Path = log) -> None:
+            with log.open("a") as f:
+                f.write(message + "\n")
+
+        results = verify_contract(
+            on_miss,
+            bound,
+            engine="induction",
+            reachability=False,
+            progress=progress,
+            workers=workers,
+        )
+        said[workers] = log.read_text().splitlines()
+        engines[workers] = {r.property: r.engines for r in results}
+    assert engines[1] == engines[2]
+    assert engines[1]["no-stale-reuse"] == {"stateful": "induction"}
+    assert engines[1]["complete-reuse"] == {"stateful": "unrolling"}
+    assert _verdicts(said[2]) == _verdicts(said[1])
+    for lines in said.values():
+        assert any("at inputs=2,channels=1,keys=1,crashes=1" in x and "again" in x for x in lines)

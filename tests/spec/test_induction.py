@@ -117,14 +117,15 @@ def test_a_contract_outside_the_families_has_its_invariant_searched_for() -> Non
     assert set(results[0].engines.values()) == {"unrolling"}
     assert any("again without the facts of" in line for line in said)
     assert any("complete-reuse" in line and "not proved by induction" in line for line in said)
-    # searched for first at a small bound; not for a contract of a family, nor when
+    # searched for first at small bounds; not for a contract of a family, nor when
     # only what the generic invariant covers is asked
-    larger = parse("inputs=3,channels=2,keys=2,crashes=1")
-    small = parse("inputs=2,channels=2,keys=2,crashes=1")
-    assert induction.first_bound(every_key, larger, PROPERTIES) == small
-    assert induction.first_bound(every_key, larger, induction.GENERIC) is None
-    assert induction.first_bound(every_key, small, PROPERTIES) is None
-    assert induction.first_bound(ORDERED, larger, PROPERTIES) is None
+    larger = parse("inputs=3,channels=2,keys=3,crashes=2")
+    smaller = [parse(f"inputs=2,channels=2,keys=2,crashes={c}") for c in (1, 2)]
+    assert induction.search_bounds(every_key, larger, PROPERTIES) == smaller
+    assert induction.search_bounds(every_key, larger, induction.GENERIC) == []
+    assert induction.search_bounds(every_key, smaller[1], PROPERTIES) == smaller[:1]
+    assert induction.search_bounds(every_key, smaller[0], PROPERTIES) == []
+    assert induction.search_bounds(ORDERED, larger, PROPERTIES) == []
 
 
 #: Contracts that wait and fit neither family: one rule of ``ordered`` changed each.
