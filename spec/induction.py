@@ -2035,6 +2035,11 @@ def merged(first: Outcome, again: Outcome) -> Outcome:
     )
 
 
+def found_at(outcome: Outcome, bound: Bound) -> Outcome:
+    """``outcome``, found at a search bound: its reasons say so."""
+    return evolve(outcome, failed={p: f"at {bound}: {w}" for p, w in outcome.failed.items()})
+
+
 def leaving_out(contract: Contract, agent: str, bound: Bound, outcome: Outcome) -> str:
     """The line said when an induction is tried again without more facts."""
     new = sorted(set(outcome.dropped) - outcome.without)
@@ -2118,8 +2123,7 @@ def prove(
     for small in [*search_bounds(contract, bound, properties), bound]:
         outcome = _rounds(contract, agent, small, properties, without, timeout, say)
         if small != bound:
-            where = f"at {small}: "
-            outcome = evolve(outcome, failed={p: where + w for p, w in outcome.failed.items()})
+            outcome = found_at(outcome, small)
         earlier = outcome if earlier is None else merged(earlier, outcome)
         properties, without = outcome.proved, outcome.without
         if not properties:
@@ -2194,6 +2198,7 @@ __all__ = [
     "combine",
     "counted",
     "family",
+    "found_at",
     "generic",
     "inductive",
     "invariant",

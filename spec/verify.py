@@ -870,8 +870,7 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
         if i in earlier:
             outcome = induction.merged(earlier.pop(i), outcome)
         if attempt.bound != bound:  # a search bound of a contract outside the families
-            where = f"at {attempt.bound}: "
-            outcome = evolve(outcome, failed={p: where + w for p, w in outcome.failed.items()})
+            outcome = induction.found_at(outcome, attempt.bound)
             if i in searched:
                 outcome = induction.merged(searched.pop(i), outcome)
             later = bounds[i][bounds[i].index(attempt.bound) + 1 :]
