@@ -795,11 +795,13 @@ class _Attempt:
         return (*self._name(), *wanted)
 
     def _name(self) -> Key:
-        return ("class", self.agent, str(self.bound), tuple(self.properties), *sorted(self.without))
+        return ("class", self.agent, str(self.bound), tuple(self.properties), *self._without())
+
+    def _without(self) -> Key:
+        return (tuple(sorted(self.without)),)
 
     def owns(self, key: Key) -> bool:
-        name = self._name()
-        return key[: len(name)] == name and len(key) == len(name) + 2
+        return key[:5] == self._name()
 
     def after(self, t: int) -> Callable[[Key], bool]:
         """Whether a key is of a check of this attempt's classes after ``t``."""
@@ -819,8 +821,8 @@ def _classes_in_parallel(jobs: list[Job], workers: int, properties: int) -> list
     outcome is the one of :func:`_verify_agent`: its classes are put together in class
     order (:func:`.induction.settle`), the classes after one that breaks the invariant are
     dropped, the next round without the facts that broke (:func:`.induction.weakened`),
-    the bound asked after the first bound of a contract outside the families
-    (:func:`.induction.search_bounds`) and the unrolling are jobs once their turn comes.
+    each search bound of a contract outside the families in turn, then the bound asked
+    (:func:`.induction.search_bounds`), and the unrolling are jobs once their turn comes.
     When one agent has a counterexample for every property, the others are stopped, as
     in :func:`_in_parallel`."""
     pool = Workers(workers)
