@@ -795,13 +795,12 @@ class _Attempt:
         return (*self._name(), *wanted)
 
     def _name(self) -> Key:
-        return ("class", self.agent, str(self.bound), tuple(self.properties), *self._without())
-
-    def _without(self) -> Key:
-        return (tuple(sorted(self.without)),)
+        props, without = tuple(self.properties), tuple(sorted(self.without))
+        return ("class", self.agent, str(self.bound), props, without)
 
     def owns(self, key: Key) -> bool:
-        return key[:5] == self._name()
+        name = self._name()
+        return key[: len(name)] == name
 
     def after(self, t: int) -> Callable[[Key], bool]:
         """Whether a key is of a check of this attempt's classes after ``t``."""
